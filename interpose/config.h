@@ -1,0 +1,102 @@
+/* Configuration: every P2PSHIM_* variable is named here, parsed once into
+ * one struct. A bad value warns once (one line, "p2pshim: warning: ...")
+ * and keeps the default; an unknown P2PSHIM_* name warns once too. */
+#ifndef P2PSHIM_CONFIG_H
+#define P2PSHIM_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The one list of variables: X(ENV_NAME, what it sets). */
+#define P2PSHIM_CONFIG_VARS(X)                                                \
+    X(P2PSHIM_MODE, "upgrade (default) or off")                              \
+    X(P2PSHIM_PAIRS, "device pairs to upgrade or exclude, e.g. 0-1,!2:3")    \
+    X(P2PSHIM_MIN_BYTES, "smallest copy to upgrade; K/M/G suffixes (KiB)")   \
+    X(P2PSHIM_LOG, "error, warn (default), info or debug")                   \
+    X(P2PSHIM_LOG_FILE, "log file instead of stderr; %p is the pid")         \
+    X(P2PSHIM_DUMP_CONFIG, "1: print the effective configuration at start")
+
+/* Devices the pair filter and the statistics can name. Devices at or past
+ * this ordinal are never upgraded (reason "device ordinal too large"). */
+#define P2PSHIM_MAX_DEVICES 32
+
+enum p2pshim_mode { P2PSHIM_MODE_UPGRADE = 0, P2PSHIM_MODE_OFF = 1 };
+
+enum p2pshim_log_level {
+    P2PSHIM_LOG_ERROR = 0,
+    P2PSHIM_LOG_WARN = 1,
+    P2PSHIM_LOG_INFO = 2,
+    P2PSHIM_LOG_DEBUG = 3,
+};
+
+struct p2pshim_config {
+    enum p2pshim_mode mode;
+    enum p2pshim_log_level log_level;
+    size_t min_bytes;             /* copies smaller than this pass through */
+    char log_file[512];           /* "" = stderr; %p already expanded */
+    bool dump_config;
+    /* pair_allowed[src][dst]: whether a copy from device src to device dst
+     * may be upgraded. All true unless P2PSHIM_PAIRS says otherwise. */
+    bool pair_allowed[P2PSHIM_MAX_DEVICES][P2PSHIM_MAX_DEVICES];
+};
+
+/* Fills *cfg with the defaults. */
+void config_set_defaults(struct p2pshim_config *cfg);
+
+/* Parses from an environment block (NULL-terminated "NAME=value" strings,
+ * like environ) into *cfg, starting from the defaults. Every problem is
+ * reported through warn(line) once, with the default kept; warn may be
+ * NULL. Returns the number of warnings. Pure: reads nothing else (but the
+ * pid, for %p), so unit tests feed it arbitrary blocks.
+ * The line given to warn has no prefix and no newline, e.g.
+ *   P2PSHIM_MODE="fast": not a mode (upgrade or off); keeping upgrade
+ * (the log adds "p2pshim: warning: "). Values are exact apart from case
+ * (no spaces trimmed). An empty value is the same as an unset variable
+ * (for P2PSHIM_LOG_FILE: stderr). Of duplicated entries the first counts,
+ * as with getenv. Names are case-sensitive; entries not starting with
+ * "P2PSHIM_" are ignored. */
+int config_parse(struct p2pshim_config *cfg, char *const *envp,
+                 void (*warn)(const char *line));
+
+/* P2PSHIM_PAIRS grammar, comma-separated entries, spaces ignored:
+ *   A:B    the ordered pair, device A to device B
+ *   A-B    both directions between A and B
+ *   *      every pair (also written "all"; "none" is "!*")
+ * A or B may be '*'. An entry starting with '!' excludes its pairs. If any
+ * entry is not an exclusion, only the pairs named are allowed; exclusions
+ * apply after, wherever they are written. No entries at all (an empty or
+ * blank spec) restrict nothing. Ordinals must be below P2PSHIM_MAX_DEVICES.
+ * The diagonal allowed[d][d] is always true: a copy within one device is
+ * no peer copy. Returns false (and leaves allowed untouched) on a syntax
+ * error, writing a short reason to err ("entry 2: device 40 out of range
+ * (0-31)"; err may be NULL when err_len is 0). */
+bool config_parse_pairs(const char *spec,
+                        bool allowed[P2PSHIM_MAX_DEVICES][P2PSHIM_MAX_DEVICES],
+                        char *err, size_t err_len);
+
+/* Parses a byte count: decimal digits with an optional K, M or G suffix
+ * (binary units, case-insensitive, optional trailing "iB"/"B"; "12B" is 12
+ * bytes). Rejects signs, spaces, overflow of size_t and trailing junk,
+ * leaving *out untouched. */
+bool config_parse_bytes(const char *text, size_t *out);
+
+/* Writes the effective configuration, one "config NAME=value" line per
+ * variable in P2PSHIM_CONFIG_VARS order, through write_line (log_line adds
+ * "p2pshim: "). The values read back through config_parse as the same
+ * config: pairs as "all", "none", or the shorter of the allowed and the
+ * excluded pairs ("0-1,2:3", "!0:1", "3:*"); byte counts with the largest
+ * exact unit ("64K"); the log file with % written %%; an empty log file
+ * means stderr. A line that would pass 1 KiB (a pathological pair set) is
+ * cut and ends in "...". */
+void config_dump(const struct p2pshim_config *cfg,
+                 void (*write_line)(const char *line));
+
+/* The process-wide configuration, parsed from environ on first use
+ * (thread-safe, once; never calls CUDA). That first use also opens the log
+ * (log_open, with the parsed file and level; a later log_open does nothing)
+ * and then reports the warnings there, so that they obey P2PSHIM_LOG_FILE
+ * and P2PSHIM_LOG. The dump is the caller's (config_dump). */
+const struct p2pshim_config *config_get(void);
+
+#endif

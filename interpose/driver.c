@@ -1,0 +1,131 @@
+#define _GNU_SOURCE
+#include "driver.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+static _Atomic(dlsym_fn) real_dlsym;
+static _Atomic(void *) driver_handle;
+
+__attribute__((no_sanitize("address", "undefined", "thread")))
+dlsym_fn driver_real_dlsym(void)
+{
+    dlsym_fn fn = atomic_load_explicit(&real_dlsym, memory_order_acquire);
+    if (fn != NULL)
+        return fn;
+    /* dlsym moved into libc at 2.34; older glibc has only 2.2.5. */
+    fn = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+    if (fn == NULL)
+        fn = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+    atomic_store_explicit(&real_dlsym, fn, memory_order_release);
+    return fn;
+}
+
+void driver_note_pointer(void *fn)
+{
+    Dl_info info;
+    if (atomic_load_explicit(&driver_handle, memory_order_acquire) != NULL)
+        return;
+    if (fn == NULL || dladdr(fn, &info) == 0 || info.dli_fname == NULL)
+        return;
+    void *h = dlopen(info.dli_fname, RTLD_NOLOAD | RTLD_LAZY);
+    void *expected = NULL;
+    if (h != NULL &&
+        !atomic_compare_exchange_strong(&driver_handle, &expected, h))
+        dlclose(h);
+}
+
+static void *get_driver_handle(void)
+{
+    void *h = atomic_load_explicit(&driver_handle, memory_order_acquire);
+    if (h != NULL)
+        return h;
+    h = dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_LAZY);
+    if (h == NULL)
+        return NULL;
+    void *expected = NULL;
+    if (!atomic_compare_exchange_strong(&driver_handle, &expected, h)) {
+        dlclose(h);
+        h = expected;
+    }
+    return h;
+}
+
+void *driver_symbol(const char *name)
+{
+    void *h = get_driver_handle();
+    dlsym_fn real = driver_real_dlsym();
+    if (h == NULL || real == NULL)
+        return NULL;
+    return real(h, name);
+}
+
+static struct driver_api api;
+static pthread_once_t api_once = PTHREAD_ONCE_INIT;
+static atomic_bool api_ready;
+
+static void resolve_api(void)
+{
+    api.ctx_get_current = (CUresult(*)(CUcontext *))driver_symbol("cuCtxGetCurrent");
+    api.ctx_push = (CUresult(*)(CUcontext))driver_symbol("cuCtxPushCurrent_v2");
+    api.ctx_pop = (CUresult(*)(CUcontext *))driver_symbol("cuCtxPopCurrent_v2");
+    api.ctx_get_device = (CUresult(*)(CUdevice *))driver_symbol("cuCtxGetDevice");
+    api.can_access_peer =
+        (CUresult(*)(int *, CUdevice, CUdevice))driver_symbol("cuDeviceCanAccessPeer");
+    api.pointer_get_attributes =
+        (CUresult(*)(unsigned int, CUpointer_attribute *, void **, CUdeviceptr))
+            driver_symbol("cuPointerGetAttributes");
+    api.stream_get_ctx = (CUresult(*)(CUstream, CUcontext *))driver_symbol("cuStreamGetCtx");
+    api.stream_get_ctx_ptsz =
+        (CUresult(*)(CUstream, CUcontext *))driver_symbol("cuStreamGetCtx_ptsz");
+    api.ctx_enable_peer =
+        (CUresult(*)(CUcontext, unsigned int))driver_symbol("cuCtxEnablePeerAccess");
+    atomic_store_explicit(&api_ready, api.ctx_get_current != NULL,
+                          memory_order_release);
+}
+
+const struct driver_api *driver_api(void)
+{
+    /* A driver may be loaded after our first look: retry until found. */
+    if (!atomic_load_explicit(&api_ready, memory_order_acquire)) {
+        if (get_driver_handle() == NULL)
+            return &api;
+        pthread_once(&api_once, resolve_api);
+    }
+    return &api;
+}
+
+int driver_ctx_device(CUcontext ctx)
+{
+    const struct driver_api *d = driver_api();
+    CUdevice dev = -1;
+    CUcontext popped = NULL;
+    if (ctx == NULL || !d->ctx_push || !d->ctx_pop || !d->ctx_get_device)
+        return -1;
+    if (d->ctx_push(ctx) != CUDA_SUCCESS)
+        return -1;
+    if (d->ctx_get_device(&dev) != CUDA_SUCCESS)
+        dev = -1;
+    d->ctx_pop(&popped);
+    return (int)dev;
+}
+
+CUcontext driver_stream_ctx(CUstream stream, bool per_thread)
+{
+    const struct driver_api *d = driver_api();
+    CUcontext ctx = NULL;
+    if (stream == NULL || stream == P2PSHIM_STREAM_LEGACY ||
+        stream == P2PSHIM_STREAM_PER_THREAD) {
+        if (d->ctx_get_current == NULL || d->ctx_get_current(&ctx) != CUDA_SUCCESS)
+            return NULL;
+        return ctx;
+    }
+    CUresult (*get)(CUstream, CUcontext *) =
+        per_thread && d->stream_get_ctx_ptsz ? d->stream_get_ctx_ptsz : d->stream_get_ctx;
+    if (get == NULL || get(stream, &ctx) != CUDA_SUCCESS)
+        return NULL;
+    return ctx;
+}

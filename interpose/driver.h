@@ -1,0 +1,50 @@
+/* The real driver: the real dlsym, the loaded libcuda.so.1, and the few
+ * driver functions the shim calls for itself. The shim's own calls go
+ * straight to these pointers, never through its wrappers, so the program's
+ * state (current context, the runtime's last error) is not touched. */
+#ifndef P2PSHIM_DRIVER_H
+#define P2PSHIM_DRIVER_H
+
+#include <stdbool.h>
+
+#include "shim_cuda.h"
+
+typedef void *(*dlsym_fn)(void *handle, const char *symbol);
+
+/* glibc's dlsym, found with dlvsym. Never NULL after first use on glibc. */
+dlsym_fn driver_real_dlsym(void);
+
+/* Tells the driver module where libcuda lives: fn is a pointer the driver
+ * handed out (the real cuGetProcAddress, say). */
+void driver_note_pointer(void *fn);
+
+/* A symbol of the loaded driver library, or NULL when no driver is loaded
+ * or it lacks the symbol. Never loads a library that is not loaded yet. */
+void *driver_symbol(const char *name);
+
+struct driver_api {
+    CUresult (*ctx_get_current)(CUcontext *ctx);
+    CUresult (*ctx_push)(CUcontext ctx);
+    CUresult (*ctx_pop)(CUcontext *ctx);
+    CUresult (*ctx_get_device)(CUdevice *dev);
+    CUresult (*can_access_peer)(int *can, CUdevice dev, CUdevice peer);
+    CUresult (*pointer_get_attributes)(unsigned int n, CUpointer_attribute *attrs,
+                                       void **data, CUdeviceptr ptr);
+    CUresult (*stream_get_ctx)(CUstream stream, CUcontext *ctx);
+    CUresult (*stream_get_ctx_ptsz)(CUstream stream, CUcontext *ctx);
+    CUresult (*ctx_enable_peer)(CUcontext peer, unsigned int flags);
+};
+
+/* The driver functions, resolved on first call once a driver is loaded;
+ * members may be NULL (callers treat that as "cannot", never call it). */
+const struct driver_api *driver_api(void);
+
+/* The device of a context, or -1: pushes it, asks, pops. */
+int driver_ctx_device(CUcontext ctx);
+
+/* The context a copy on stream runs in: the stream's, or the current one
+ * for the special handles (NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD).
+ * per_thread: the caller is a _ptds/_ptsz variant. NULL when unknown. */
+CUcontext driver_stream_ctx(CUstream stream, bool per_thread);
+
+#endif

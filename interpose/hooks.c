@@ -1,0 +1,96 @@
+#define _GNU_SOURCE
+#include "hooks.h"
+
+#include <dlfcn.h>
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "driver.h"
+
+/* Our exported wrappers, one per hook, declared from the same list so a
+ * prototype that disagrees with cuda.h fails to compile. */
+#define P2PSHIM_HOOK(name, base, since, per_thread, params)                 \
+    P2PSHIM_EXPORT CUresult name params;
+#include "hooks.def"
+#undef P2PSHIM_HOOK
+
+const struct hook_desc hook_table[HOOK_COUNT] = {
+#define P2PSHIM_HOOK(name, base, since, per_thread, params)                 \
+    {#name, base, since, per_thread, (void *)&name},
+#include "hooks.def"
+#undef P2PSHIM_HOOK
+};
+
+static _Atomic(void *) real_fn[HOOK_COUNT];
+
+/* Plain loops instead of strcmp: sanitizer runtimes intercept strcmp and
+ * this runs inside dlsym while they start. */
+__attribute__((no_sanitize("address", "undefined", "thread")))
+static bool same_string(const char *a, const char *b)
+{
+    while (*a && *a == *b) {
+        a++;
+        b++;
+    }
+    return *a == *b;
+}
+
+__attribute__((no_sanitize("address", "undefined", "thread")))
+int hook_find_by_name(const char *name)
+{
+    if (name == NULL || name[0] != 'c' || name[1] != 'u')
+        return -1;
+    for (int i = 0; i < HOOK_COUNT; i++)
+        if (same_string(hook_table[i].name, name))
+            return i;
+    return -1;
+}
+
+int hook_find_by_base(const char *base)
+{
+    if (base == NULL || base[0] != 'c' || base[1] != 'u')
+        return -1;
+    for (int i = 0; i < HOOK_COUNT; i++)
+        if (same_string(hook_table[i].base, base))
+            return i;
+    return -1;
+}
+
+int hook_find_by_wrapper(const void *fn)
+{
+    for (int i = 0; i < HOOK_COUNT; i++)
+        if (hook_table[i].wrapper == fn)
+            return i;
+    return -1;
+}
+
+void *hook_real_known(enum hook_id id)
+{
+    return atomic_load_explicit(&real_fn[id], memory_order_acquire);
+}
+
+bool hook_set_real(enum hook_id id, void *fn)
+{
+    void *expected = NULL;
+    if (fn == NULL || hook_find_by_wrapper(fn) >= 0)
+        return false;
+    if (atomic_compare_exchange_strong(&real_fn[id], &expected, fn))
+        return true;
+    return expected == fn;
+}
+
+void *hook_real(enum hook_id id)
+{
+    void *fn = atomic_load_explicit(&real_fn[id], memory_order_acquire);
+    if (fn != NULL)
+        return fn;
+    /* Next definition after us first (another interposer may chain), then
+     * the driver library itself. */
+    fn = driver_real_dlsym()(RTLD_NEXT, hook_table[id].name);
+    if (fn == NULL || hook_find_by_wrapper(fn) >= 0)
+        fn = driver_symbol(hook_table[id].name);
+    if (fn == NULL || hook_find_by_wrapper(fn) >= 0)
+        return NULL;
+    hook_set_real(id, fn);
+    return atomic_load_explicit(&real_fn[id], memory_order_acquire);
+}

@@ -1,0 +1,101 @@
+/* Logging: one prefix, a stack buffer, one write(2) per line. */
+#define _GNU_SOURCE
+#include "log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define LINE_MAX_BYTES 1024 /* a line with its newline */
+#define PREFIX "p2pshim: "
+
+enum p2pshim_log_level p2pshim_log_threshold = P2PSHIM_LOG_WARN;
+
+static int log_fd = STDERR_FILENO;
+static atomic_flag log_opened = ATOMIC_FLAG_INIT;
+
+/* One write per line (O_APPEND keeps lines from several processes whole);
+ * a short write or EINTR is finished, any other error drops the line. */
+static void write_all(const char *buf, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(log_fd, buf, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return;
+        }
+        buf += n;
+        len -= (size_t)n;
+    }
+}
+
+/* Ends the line in buf (LINE_MAX_BYTES long; used is what vsnprintf
+ * wanted, more than fits if it was cut) with a newline in place of the NUL,
+ * so that a line with its newline is at most LINE_MAX_BYTES, and writes it. */
+static void finish(char *buf, int used)
+{
+    size_t len = used < 0 ? 0 : (size_t)used;
+    if (len > LINE_MAX_BYTES - 1)
+        len = LINE_MAX_BYTES - 1;
+    buf[len++] = '\n';
+    write_all(buf, len);
+}
+
+void log_write(enum p2pshim_log_level level, const char *fmt, ...)
+{
+    if (level > p2pshim_log_threshold)
+        return;
+    int saved = errno;
+    char buf[LINE_MAX_BYTES];
+    const char *word = level == P2PSHIM_LOG_ERROR  ? PREFIX "error: "
+                       : level == P2PSHIM_LOG_WARN ? PREFIX "warning: "
+                                                   : PREFIX;
+    size_t wlen = strlen(word);
+    memcpy(buf, word, wlen);
+    va_list ap;
+    va_start(ap, fmt);
+    /* A cut line keeps 1023 bytes; finish puts the newline over the NUL. */
+    int n = vsnprintf(buf + wlen, sizeof buf - wlen, fmt, ap);
+    va_end(ap);
+    if (n >= 0)
+        finish(buf, (int)wlen + n);
+    errno = saved;
+}
+
+void log_line(const char *line)
+{
+    int saved = errno;
+    char buf[LINE_MAX_BYTES];
+    int n = snprintf(buf, sizeof buf, PREFIX "%s", line);
+    if (n >= 0)
+        finish(buf, n);
+    errno = saved;
+}
+
+void log_open(const struct p2pshim_config *cfg)
+{
+    if (atomic_flag_test_and_set(&log_opened))
+        return;
+    int saved = errno;
+    p2pshim_log_threshold = cfg->log_level;
+    if (cfg->log_file[0] != '\0') {
+        int fd = open(cfg->log_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+                      0644);
+        if (fd >= 0) {
+            log_fd = fd;
+        } else {
+            char reason[128];
+            /* GNU strerror_r: thread-safe, no allocation. */
+            const char *why = strerror_r(errno, reason, sizeof reason);
+            log_write(P2PSHIM_LOG_WARN,
+                      "cannot open log file \"%s\": %s; logging to stderr",
+                      cfg->log_file, why);
+        }
+    }
+    errno = saved;
+}

@@ -1,0 +1,45 @@
+/* Logging: levels, one prefix ("p2pshim: "), lines formatted into a stack
+ * buffer and written with write(2) so that logging never allocates and
+ * never goes back through a hooked function. */
+#ifndef P2PSHIM_LOG_H
+#define P2PSHIM_LOG_H
+
+#include "config.h"
+
+/* Current threshold; messages above it are dropped before formatting. */
+extern enum p2pshim_log_level p2pshim_log_threshold;
+
+/* Opens the destination named by cfg (stderr when log_file is empty; the
+ * file is opened O_APPEND|O_CLOEXEC and created 0644; if it cannot be
+ * opened, one warning goes to stderr, at cfg's threshold, and stderr is
+ * used) and sets the threshold. Only the first call does anything: later
+ * ones return at once. config_get() makes that first call. errno is
+ * preserved. */
+void log_open(const struct p2pshim_config *cfg);
+
+/* Formats and writes one line: "p2pshim: <level word>: <message>\n" for
+ * error and warn ("p2pshim: error: ...", "p2pshim: warning: ..."),
+ * "p2pshim: <message>\n" for info and debug. Lines are cut at 1 KiB,
+ * newline included, and written with one write(2). A level above the
+ * threshold is dropped here too. errno is preserved. */
+void log_write(enum p2pshim_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Writes an already formatted line without a level word (used for the
+ * exit summary and the config dump), whatever the threshold; the prefix and
+ * the newline are added, and the line is cut at 1 KiB. errno is preserved. */
+void log_line(const char *line);
+
+/* Before log_open, warnings are written to stderr. */
+#define P2PSHIM_LOG_AT(level, ...)                                           \
+    do {                                                                     \
+        if ((level) <= p2pshim_log_threshold)                                \
+            log_write((level), __VA_ARGS__);                                 \
+    } while (0)
+
+#define LOG_ERROR(...) P2PSHIM_LOG_AT(P2PSHIM_LOG_ERROR, __VA_ARGS__)
+#define LOG_WARN(...) P2PSHIM_LOG_AT(P2PSHIM_LOG_WARN, __VA_ARGS__)
+#define LOG_INFO(...) P2PSHIM_LOG_AT(P2PSHIM_LOG_INFO, __VA_ARGS__)
+#define LOG_DEBUG(...) P2PSHIM_LOG_AT(P2PSHIM_LOG_DEBUG, __VA_ARGS__)
+
+#endif

@@ -1,0 +1,613 @@
+/* Ownership table: see ownership.h for the contract.
+ *
+ * Layout. A record (one range) is indexed at level k (granule 2^(12+4k)
+ * bytes, k = 0..9), the smallest whose granule is at least its size, so it
+ * appears in at most two granules of that level (ranges above 2^48 may
+ * appear in more). One uthash table maps (level, granule index) to a
+ * granule: a small vector of slots {base, last, record}. The first two
+ * slots live inside the granule, so a typical probe reads the granule and
+ * nothing else until it hits. level_mask says which levels hold a record;
+ * a lookup probes only those, one hash find each, the level with the most
+ * records first.
+ *
+ * Before all that, a lookup checks a small per-thread cache of its last
+ * answers, tagged with a generation that every change to the table bumps
+ * (under the write lock): a copy loop that keeps using the same buffers
+ * then costs an atomic load and a few compares, no lock.
+ *
+ * Bound per granule: a record at level k > 0 is larger than the granule of
+ * level k-1 (1/16 of its own), so at most 17 disjoint ones touch a granule.
+ * At level 0 sizes can go down to one byte; CUDA allocations are at least
+ * 256-byte aligned, so in practice a 4 KiB granule holds a handful.
+ *
+ * Failure. ownership_add reserves everything it needs (the record, every
+ * granule, one free slot in each) before it removes an overlapping record;
+ * a reserved granule is pinned so that those removals cannot free it. If a
+ * reservation fails, the pins are dropped, empty granules freed, and the
+ * table is as it was. Removal never allocates: the records to remove are
+ * chained through the records themselves. */
+#define _GNU_SOURCE /* PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP */
+#include "ownership.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Every key in this file is a uint64_t. A multiplicative hash: uthash
+ * takes the low bits of hashv, which here are high bits of the product,
+ * the well-mixed ones. */
+static inline unsigned hash_u64(uint64_t key)
+{
+    return (unsigned)((key * UINT64_C(0x9E3779B97F4A7C15)) >> 32);
+}
+#define HASH_FUNCTION(keyptr, keylen, hashv)                                  \
+    do {                                                                      \
+        uint64_t hf_key_;                                                     \
+        memcpy(&hf_key_, (keyptr), sizeof hf_key_);                           \
+        (hashv) = hash_u64(hf_key_);                                          \
+    } while (0)
+/* An allocation failure inside uthash leaves the element out of the table
+ * (hh.tbl == NULL) instead of exiting the program. */
+#define HASH_NONFATAL_OOM 1
+#include <uthash.h>
+
+_Static_assert(sizeof(uintptr_t) == sizeof(uint64_t), "64-bit addresses");
+
+#define LEVELS 10
+#define LEVEL_SHIFT(k) (12u + 4u * (unsigned)(k))
+#define INLINE_SLOTS 2
+
+struct record {
+    struct owner_info info;
+    uint64_t last;              /* last byte, inclusive: never overflows */
+    struct record *prev, *next; /* every record, for scans by device/ctx */
+    struct record *doomed_next; /* chain of records about to be removed */
+    unsigned level;
+    bool doomed;
+};
+
+struct slot {
+    uint64_t base, last;
+    struct record *rec;
+};
+
+/* hh and key fill the first cache line, the slot vector header and the
+ * inline slots the second: a probe that hits touches two lines. */
+struct granule {
+    UT_hash_handle hh;
+    uint64_t key;
+    struct slot *v;             /* inl, or a heap vector when cap > 2 */
+    uint32_t n, cap;
+    bool pinned;                /* reserved by an ownership_add in progress */
+    struct slot inl[INLINE_SLOTS];
+};
+
+struct handle_entry {
+    UT_hash_handle hh;
+    uint64_t handle;
+    int device;
+};
+
+/* Writers (allocations, frees) are rare next to lookups; preferring them
+ * keeps a steady stream of lookups from starving a free. */
+#ifdef PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP
+static pthread_rwlock_t table_lock =
+    PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+#else
+static pthread_rwlock_t table_lock = PTHREAD_RWLOCK_INITIALIZER;
+#endif
+static struct granule *granules;        /* uthash head */
+static struct record *records;          /* list of every record */
+static size_t record_count;
+static size_t level_records[LEVELS];
+static unsigned level_mask;             /* bit k: level k holds a record */
+static unsigned level_order[LEVELS];    /* populated levels, most records first */
+static unsigned level_used;             /* entries of level_order */
+
+/* Bumped, under the write lock, by every change; 0 marks an empty cache
+ * entry. An entry filled at generation g (under the read lock, so with the
+ * table as it was at g) is still the answer while the generation is g. */
+static _Atomic uint64_t table_gen = 1;
+
+#define CACHE_ENTRIES 4
+struct cache_entry {
+    uint64_t gen;
+    uint64_t base, last;        /* a miss is cached for its address only */
+    bool found;
+    struct owner_info info;
+};
+struct lookup_cache {
+    struct cache_entry e[CACHE_ENTRIES];
+    unsigned next;
+};
+/* initial-exec: no __tls_get_addr call; the shim is preloaded, so its TLS
+ * sits in the static block. */
+static _Thread_local struct lookup_cache tls_cache
+    __attribute__((tls_model("initial-exec")));
+
+static pthread_mutex_t handle_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct handle_entry *handles;    /* uthash head */
+
+const char *mem_kind_name(enum mem_kind kind)
+{
+    static const char *const names[MEM_KIND_COUNT] = {
+        [MEM_KIND_DEVICE] = "device",
+        [MEM_KIND_POOL] = "pool",
+        [MEM_KIND_VMM] = "vmm",
+        [MEM_KIND_MANAGED] = "managed",
+        [MEM_KIND_HOST_PINNED] = "host-pinned",
+        [MEM_KIND_HOST_REGISTERED] = "host-registered",
+    };
+    if ((unsigned)kind >= MEM_KIND_COUNT)
+        return "unknown";
+    return names[kind];
+}
+
+/* ---- the only code that touches uthash ---- */
+
+static inline struct granule *granule_find(uint64_t key)
+{
+    struct granule *g = NULL;
+    HASH_FIND_BYHASHVALUE(hh, granules, &key, sizeof key, hash_u64(key), g);
+    return g;
+}
+
+static bool granule_insert(struct granule *g)
+{
+    HASH_ADD_KEYPTR_BYHASHVALUE(hh, granules, &g->key, sizeof g->key,
+                                hash_u64(g->key), g);
+    return g->hh.tbl != NULL;
+}
+
+static void granule_unhash(struct granule *g)
+{
+    HASH_DELETE(hh, granules, g);
+}
+
+static struct handle_entry *handle_find(uint64_t handle)
+{
+    struct handle_entry *h = NULL;
+    HASH_FIND(hh, handles, &handle, sizeof handle, h);
+    return h;
+}
+
+static bool handle_insert(struct handle_entry *h)
+{
+    HASH_ADD(hh, handles, handle, sizeof h->handle, h);
+    return h->hh.tbl != NULL;
+}
+
+static void handle_unhash(struct handle_entry *h)
+{
+    HASH_DELETE(hh, handles, h);
+}
+
+/* ---- levels and granules ---- */
+
+static inline uint64_t granule_key(unsigned level, uint64_t index)
+{
+    return index << 4 | level;
+}
+
+static unsigned level_for_size(uint64_t size)
+{
+    if (size <= (UINT64_C(1) << LEVEL_SHIFT(0)))
+        return 0;
+    unsigned bits = 64u - (unsigned)__builtin_clzll(size - 1); /* 2^bits >= size */
+    unsigned k = (bits - LEVEL_SHIFT(0) + 3u) / 4u;
+    return k < LEVELS ? k : LEVELS - 1;
+}
+
+static uint64_t last_byte(uint64_t base, uint64_t size)
+{
+    /* A range running past the top of the address space is cut there. */
+    return size - 1 > UINT64_MAX - base ? UINT64_MAX : base + (size - 1);
+}
+
+static void granule_free(struct granule *g)
+{
+    granule_unhash(g);
+    if (g->v != g->inl)
+        free(g->v);
+    free(g);
+}
+
+/* Makes sure the granule exists and has room for one more slot, and pins
+ * it. On failure nothing visible has changed. */
+static bool granule_reserve(uint64_t key)
+{
+    struct granule *g = granule_find(key);
+    if (g == NULL) {
+        g = aligned_alloc(64, sizeof *g + (64 - sizeof *g % 64) % 64);
+        if (g == NULL)
+            return false;
+        memset(g, 0, sizeof *g);
+        g->key = key;
+        g->v = g->inl;
+        g->cap = INLINE_SLOTS;
+        if (!granule_insert(g)) {
+            free(g);
+            return false;
+        }
+    } else if (g->n == g->cap) {
+        uint32_t cap = g->cap * 2;
+        struct slot *v;
+        if (g->v == g->inl) {
+            v = malloc(cap * sizeof *v);
+            if (v != NULL)
+                memcpy(v, g->inl, sizeof g->inl);
+        } else {
+            v = realloc(g->v, cap * sizeof *v);
+        }
+        if (v == NULL)
+            return false;
+        g->v = v;
+        g->cap = cap;
+    }
+    g->pinned = true;
+    return true;
+}
+
+/* Drops the pins of granules [first, last] of a level; frees the ones left
+ * empty (only after a failed reservation). */
+static void granules_unpin(unsigned level, uint64_t first, uint64_t last)
+{
+    for (uint64_t i = first; i <= last; i++) {
+        struct granule *g = granule_find(granule_key(level, i));
+        if (g == NULL)
+            continue;
+        g->pinned = false;
+        if (g->n == 0)
+            granule_free(g);
+    }
+}
+
+static void granule_drop_slot(struct granule *g, const struct record *r)
+{
+    for (uint32_t i = 0; i < g->n; i++) {
+        if (g->v[i].rec == r) {
+            g->v[i] = g->v[--g->n];
+            break;
+        }
+    }
+    if (g->n == 0 && !g->pinned) {
+        granule_free(g);
+    } else if (g->v != g->inl && g->n < INLINE_SLOTS) {
+        /* Back to the inline slots, still leaving one free so that a
+         * pending reservation holds. */
+        memcpy(g->inl, g->v, g->n * sizeof *g->v);
+        free(g->v);
+        g->v = g->inl;
+        g->cap = INLINE_SLOTS;
+    }
+}
+
+/* ---- records (table lock held for writing) ---- */
+
+/* After every change: re-rank the levels, invalidate the lookup caches. */
+static void table_changed(void)
+{
+    unsigned n = 0;
+    for (unsigned m = level_mask; m != 0; m &= m - 1) {
+        unsigned k = (unsigned)__builtin_ctz(m), j = n++;
+        for (; j > 0 && level_records[level_order[j - 1]] < level_records[k]; j--)
+            level_order[j] = level_order[j - 1];
+        level_order[j] = k;
+    }
+    level_used = n;
+    atomic_fetch_add_explicit(&table_gen, 1, memory_order_release);
+}
+
+static inline uint64_t first_granule(const struct record *r)
+{
+    return r->info.base >> LEVEL_SHIFT(r->level);
+}
+
+static inline uint64_t last_granule(const struct record *r)
+{
+    return r->last >> LEVEL_SHIFT(r->level);
+}
+
+static void record_unlink(struct record *r)
+{
+    for (uint64_t i = first_granule(r); i <= last_granule(r); i++) {
+        struct granule *g = granule_find(granule_key(r->level, i));
+        if (g != NULL)
+            granule_drop_slot(g, r);
+    }
+    if (r->prev != NULL)
+        r->prev->next = r->next;
+    else
+        records = r->next;
+    if (r->next != NULL)
+        r->next->prev = r->prev;
+    record_count--;
+    if (--level_records[r->level] == 0)
+        level_mask &= ~(1u << r->level);
+}
+
+static size_t remove_doomed(struct record *doomed)
+{
+    size_t n = 0;
+    while (doomed != NULL) {
+        struct record *next = doomed->doomed_next;
+        record_unlink(doomed);
+        free(doomed);
+        doomed = next;
+        n++;
+    }
+    if (n > 0)
+        table_changed();
+    return n;
+}
+
+static inline void doom(struct record *r, struct record **chain)
+{
+    if (!r->doomed) {
+        r->doomed = true;
+        r->doomed_next = *chain;
+        *chain = r;
+    }
+}
+
+/* Chains every record overlapping [base, last]. Probes the granules the
+ * range covers at each populated level, unless that would take more probes
+ * than scanning every record (a huge range over a small table). */
+static struct record *collect_overlaps(uint64_t base, uint64_t last)
+{
+    struct record *chain = NULL;
+    uint64_t probes = 0;
+    for (unsigned m = level_mask; m != 0; m &= m - 1) {
+        unsigned s = LEVEL_SHIFT(__builtin_ctz(m));
+        probes += (last >> s) - (base >> s) + 1;
+    }
+    if (probes > record_count) {
+        for (struct record *r = records; r != NULL; r = r->next)
+            if (r->info.base <= last && r->last >= base)
+                doom(r, &chain);
+        return chain;
+    }
+    for (unsigned m = level_mask; m != 0; m &= m - 1) {
+        unsigned k = (unsigned)__builtin_ctz(m);
+        for (uint64_t i = base >> LEVEL_SHIFT(k); i <= last >> LEVEL_SHIFT(k); i++) {
+            const struct granule *g = granule_find(granule_key(k, i));
+            if (g == NULL)
+                continue;
+            for (uint32_t j = 0; j < g->n; j++)
+                if (g->v[j].base <= last && g->v[j].last >= base)
+                    doom(g->v[j].rec, &chain);
+        }
+    }
+    return chain;
+}
+
+/* The hot path: one hash find per populated level, no allocation. */
+static inline struct record *find_containing(uint64_t addr)
+{
+    for (unsigned i = 0; i < level_used; i++) {
+        unsigned k = level_order[i];
+        const struct granule *g = granule_find(granule_key(k, addr >> LEVEL_SHIFT(k)));
+        if (g == NULL)
+            continue;
+        const struct slot *s = g->v;
+        for (uint32_t j = 0; j < g->n; j++)
+            if (addr - s[j].base <= s[j].last - s[j].base)
+                return s[j].rec;
+    }
+    return NULL;
+}
+
+/* ---- the contract ---- */
+
+bool ownership_add(const struct owner_info *info)
+{
+    if (info == NULL)
+        return false;
+    if (info->size == 0)
+        return true;
+    struct record *r = malloc(sizeof *r);
+    if (r == NULL)
+        return false;
+    memset(r, 0, sizeof *r);
+    r->info = *info;
+    r->last = last_byte(info->base, info->size);
+    r->level = level_for_size(info->size);
+    uint64_t first = first_granule(r), last = last_granule(r);
+
+    pthread_rwlock_wrlock(&table_lock);
+    for (uint64_t i = first; i <= last; i++) {
+        if (!granule_reserve(granule_key(r->level, i))) {
+            if (i > first)
+                granules_unpin(r->level, first, i - 1);
+            pthread_rwlock_unlock(&table_lock);
+            free(r);
+            return false;
+        }
+    }
+    remove_doomed(collect_overlaps(r->info.base, r->last));
+    for (uint64_t i = first; i <= last; i++) {
+        struct granule *g = granule_find(granule_key(r->level, i));
+        g->v[g->n++] = (struct slot){r->info.base, r->last, r};
+        g->pinned = false;
+    }
+    r->next = records;
+    if (records != NULL)
+        records->prev = r;
+    records = r;
+    record_count++;
+    level_records[r->level]++;
+    level_mask |= 1u << r->level;
+    table_changed();
+    pthread_rwlock_unlock(&table_lock);
+    return true;
+}
+
+bool ownership_lookup(uintptr_t addr, struct owner_info *out)
+{
+    struct lookup_cache *c = &tls_cache;
+    uint64_t gen = atomic_load_explicit(&table_gen, memory_order_acquire);
+    for (unsigned i = 0; i < CACHE_ENTRIES; i++) {
+        const struct cache_entry *e = &c->e[i];
+        if (e->gen == gen && addr - e->base <= e->last - e->base) {
+            if (e->found && out != NULL)
+                *out = e->info;
+            return e->found;
+        }
+    }
+
+    pthread_rwlock_rdlock(&table_lock);
+    /* Writers bump the generation only under the write lock. */
+    gen = atomic_load_explicit(&table_gen, memory_order_relaxed);
+    const struct record *r = find_containing(addr);
+    struct cache_entry *e = &c->e[c->next++ % CACHE_ENTRIES];
+    e->gen = gen;
+    e->found = r != NULL;
+    if (r != NULL) {
+        e->base = r->info.base;
+        e->last = r->last;
+        e->info = r->info;
+    } else {
+        e->base = e->last = addr;
+    }
+    pthread_rwlock_unlock(&table_lock);
+    if (e->found && out != NULL)
+        *out = e->info;
+    return e->found;
+}
+
+bool ownership_remove(uintptr_t base, struct owner_info *removed)
+{
+    pthread_rwlock_wrlock(&table_lock);
+    struct record *r = find_containing(base);
+    if (r == NULL || r->info.base != base) {
+        pthread_rwlock_unlock(&table_lock);
+        return false;
+    }
+    if (removed != NULL)
+        *removed = r->info;
+    record_unlink(r);
+    table_changed();
+    pthread_rwlock_unlock(&table_lock);
+    free(r);
+    return true;
+}
+
+size_t ownership_remove_range(uintptr_t base, size_t size)
+{
+    if (size == 0)
+        return 0;
+    pthread_rwlock_wrlock(&table_lock);
+    size_t n = remove_doomed(collect_overlaps(base, last_byte(base, size)));
+    pthread_rwlock_unlock(&table_lock);
+    return n;
+}
+
+static size_t remove_matching(bool (*match)(const struct record *, const void *),
+                              const void *arg)
+{
+    struct record *chain = NULL;
+    pthread_rwlock_wrlock(&table_lock);
+    for (struct record *r = records; r != NULL; r = r->next)
+        if (match(r, arg))
+            doom(r, &chain);
+    size_t n = remove_doomed(chain);
+    pthread_rwlock_unlock(&table_lock);
+    return n;
+}
+
+static bool match_device(const struct record *r, const void *device)
+{
+    return r->info.device == *(const int *)device;
+}
+
+static bool match_ctx(const struct record *r, const void *ctx)
+{
+    return r->info.ctx == ctx;
+}
+
+size_t ownership_remove_device(int device)
+{
+    return remove_matching(match_device, &device);
+}
+
+size_t ownership_remove_ctx(void *ctx)
+{
+    return remove_matching(match_ctx, ctx);
+}
+
+size_t ownership_count(void)
+{
+    pthread_rwlock_rdlock(&table_lock);
+    size_t n = record_count;
+    pthread_rwlock_unlock(&table_lock);
+    return n;
+}
+
+void ownership_clear(void)
+{
+    pthread_rwlock_wrlock(&table_lock);
+    while (records != NULL) {
+        struct record *next = records->next;
+        free(records);
+        records = next;
+    }
+    while (granules != NULL)
+        granule_free(granules);
+    record_count = 0;
+    memset(level_records, 0, sizeof level_records);
+    level_mask = 0;
+    table_changed();
+    pthread_rwlock_unlock(&table_lock);
+
+    pthread_mutex_lock(&handle_lock);
+    while (handles != NULL) {
+        struct handle_entry *h = handles;
+        handle_unhash(h);
+        free(h);
+    }
+    pthread_mutex_unlock(&handle_lock);
+}
+
+bool ownership_handle_add(uint64_t handle, int device)
+{
+    bool ok = true;
+    pthread_mutex_lock(&handle_lock);
+    struct handle_entry *h = handle_find(handle);
+    if (h != NULL) {
+        h->device = device;
+    } else if ((h = malloc(sizeof *h)) == NULL) {
+        ok = false;
+    } else {
+        h->handle = handle;
+        h->device = device;
+        if (!handle_insert(h)) {
+            free(h);
+            ok = false;
+        }
+    }
+    pthread_mutex_unlock(&handle_lock);
+    return ok;
+}
+
+bool ownership_handle_lookup(uint64_t handle, int *device)
+{
+    pthread_mutex_lock(&handle_lock);
+    const struct handle_entry *h = handle_find(handle);
+    if (h != NULL && device != NULL)
+        *device = h->device;
+    pthread_mutex_unlock(&handle_lock);
+    return h != NULL;
+}
+
+bool ownership_handle_remove(uint64_t handle)
+{
+    pthread_mutex_lock(&handle_lock);
+    struct handle_entry *h = handle_find(handle);
+    bool found = h != NULL;
+    if (found)
+        handle_unhash(h);
+    pthread_mutex_unlock(&handle_lock);
+    free(h);
+    return found;
+}

@@ -1,0 +1,72 @@
+/* Ownership table: address range -> owning device, context and kind.
+ *
+ * Lookups of any interior address are O(1) expected: ranges are indexed in
+ * a few granule levels (granule 2^12, 2^16, ..., 2^48 bytes); a range is
+ * indexed at the smallest level whose granule is at least its size, so it
+ * sits in at most two granules of that level, and a granule holds a
+ * bounded number of ranges. A lookup probes only the levels that hold any
+ * range. Thread-safe (a reader-writer lock held only inside these calls,
+ * never across a CUDA call). Knows nothing of CUDA: the table is fed by the
+ * allocation hooks and by the driver-query fallback. */
+#ifndef P2PSHIM_OWNERSHIP_H
+#define P2PSHIM_OWNERSHIP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum mem_kind {
+    MEM_KIND_DEVICE = 0,     /* cuMemAlloc, cuMemAllocPitch */
+    MEM_KIND_POOL,           /* cuMemAllocAsync, cuMemAllocFromPoolAsync */
+    MEM_KIND_VMM,            /* cuMemMap of a cuMemCreate handle */
+    MEM_KIND_MANAGED,        /* cuMemAllocManaged */
+    MEM_KIND_HOST_PINNED,    /* cuMemAllocHost, cuMemHostAlloc */
+    MEM_KIND_HOST_REGISTERED,/* cuMemHostRegister */
+    MEM_KIND_COUNT
+};
+
+/* Short stable name of a kind ("device", "pool", ...). */
+const char *mem_kind_name(enum mem_kind kind);
+
+struct owner_info {
+    uintptr_t base;
+    size_t size;
+    enum mem_kind kind;
+    int device;        /* ordinal; -1 for host memory */
+    void *ctx;         /* owning CUcontext, or NULL when unknown */
+    bool from_driver;  /* learnt through a pointer query, not an allocation */
+};
+
+/* Records [base, base+size). Any record overlapping it is removed first
+ * (its memory must have been freed behind our back). size 0 is ignored.
+ * Returns false only when memory for the record could not be had; the
+ * table is then unchanged. */
+bool ownership_add(const struct owner_info *info);
+
+/* Finds the record containing addr. Returns false when none does. */
+bool ownership_lookup(uintptr_t addr, struct owner_info *out);
+
+/* Removes the record whose base is exactly base; copies it to *removed
+ * when removed is not NULL. Returns false when there is none. */
+bool ownership_remove(uintptr_t base, struct owner_info *removed);
+
+/* Removes every record overlapping [base, base+size). Returns how many. */
+size_t ownership_remove_range(uintptr_t base, size_t size);
+
+/* Removes every record of that device (a context reset). Returns how many. */
+size_t ownership_remove_device(int device);
+
+/* Removes every record whose ctx is ctx (a context destroyed). */
+size_t ownership_remove_ctx(void *ctx);
+
+/* Number of records; and a full reset (tests, and fork children). */
+size_t ownership_count(void);
+void ownership_clear(void);
+
+/* Physical allocation handles from cuMemCreate: handle -> device, so a
+ * later cuMemMap can record the mapped range. */
+bool ownership_handle_add(uint64_t handle, int device);
+bool ownership_handle_lookup(uint64_t handle, int *device);
+bool ownership_handle_remove(uint64_t handle);
+
+#endif

@@ -1,0 +1,267 @@
+#define _GNU_SOURCE
+#include "peer.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uthash.h>
+
+#include "driver.h"
+#include "log.h"
+#include "stats.h"
+
+struct link_key {
+    CUcontext from, to;
+};
+
+struct link_state {
+    struct link_key key;
+    int from_dev, to_dev;
+    bool app;          /* the program enabled it and has not disabled it */
+    bool shim;         /* the shim enabled it (or found it enabled) */
+    CUresult failure;  /* the shim's enable failed with this; 0 = none */
+    UT_hash_handle hh;
+};
+
+static struct link_state *links;
+static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t enable_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* 0 unknown, 1 can access, 2 cannot. */
+static _Atomic signed char capability[P2PSHIM_MAX_DEVICES][P2PSHIM_MAX_DEVICES];
+
+static struct link_state *find_link(CUcontext from, CUcontext to)
+{
+    struct link_key key;
+    struct link_state *s = NULL;
+    memset(&key, 0, sizeof key);
+    key.from = from;
+    key.to = to;
+    HASH_FIND(hh, links, &key, sizeof key, s);
+    return s;
+}
+
+/* Finds or creates; NULL only when out of memory. state_lock held. */
+static struct link_state *get_link(CUcontext from, int from_dev, CUcontext to, int to_dev)
+{
+    struct link_state *s = find_link(from, to);
+    if (s != NULL) {
+        if (s->from_dev < 0)
+            s->from_dev = from_dev;
+        if (s->to_dev < 0)
+            s->to_dev = to_dev;
+        return s;
+    }
+    s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return NULL;
+    s->key.from = from;
+    s->key.to = to;
+    s->from_dev = from_dev;
+    s->to_dev = to_dev;
+    HASH_ADD(hh, links, key, sizeof s->key, s);
+    return s;
+}
+
+static bool can_access(int dev, int peer)
+{
+    if (dev < 0 || peer < 0 || dev >= P2PSHIM_MAX_DEVICES || peer >= P2PSHIM_MAX_DEVICES)
+        return false;
+    signed char known = atomic_load_explicit(&capability[dev][peer], memory_order_relaxed);
+    if (known != 0)
+        return known == 1;
+    const struct driver_api *d = driver_api();
+    int can = 0;
+    if (d->can_access_peer == NULL || d->can_access_peer(&can, dev, peer) != CUDA_SUCCESS)
+        return false; /* not cached: the driver may not be ready yet */
+    atomic_store_explicit(&capability[dev][peer], can ? 1 : 2, memory_order_relaxed);
+    return can != 0;
+}
+
+void peer_view(CUcontext a_ctx, int a_dev, CUcontext b_ctx, int b_dev,
+               struct route_link *out)
+{
+    memset(out, 0, sizeof *out);
+    pthread_mutex_lock(&state_lock);
+    const struct link_state *ab = find_link(a_ctx, b_ctx);
+    const struct link_state *ba = find_link(b_ctx, a_ctx);
+    out->app_enabled = (ab && ab->app) || (ba && ba->app);
+    out->shim_enabled = (ab && ab->shim) || (ba && ba->shim);
+    out->failed = (ab && ab->failure) || (ba && ba->failure);
+    pthread_mutex_unlock(&state_lock);
+    out->can_access = can_access(a_dev, b_dev) || can_access(b_dev, a_dev);
+}
+
+/* One real enable of from -> to with from pushed. */
+static CUresult enable_direction(CUcontext from, CUcontext to)
+{
+    const struct driver_api *d = driver_api();
+    CUcontext popped = NULL;
+    if (d->ctx_push == NULL || d->ctx_pop == NULL || d->ctx_enable_peer == NULL)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = d->ctx_push(from);
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = d->ctx_enable_peer(to, 0);
+    d->ctx_pop(&popped);
+    return r;
+}
+
+static bool mark_enabled(CUcontext from, int from_dev, CUcontext to, int to_dev)
+{
+    pthread_mutex_lock(&state_lock);
+    struct link_state *s = get_link(from, from_dev, to, to_dev);
+    if (s != NULL)
+        s->shim = true;
+    pthread_mutex_unlock(&state_lock);
+    return s != NULL;
+}
+
+bool peer_shim_enable(CUcontext from_ctx, int from_dev, CUcontext to_ctx, int to_dev)
+{
+    bool ok = false;
+    pthread_mutex_lock(&enable_lock);
+    struct route_link now;
+    peer_view(from_ctx, from_dev, to_ctx, to_dev, &now);
+    if (now.app_enabled || now.shim_enabled) {
+        pthread_mutex_unlock(&enable_lock);
+        return true;
+    }
+    if (now.failed) {
+        pthread_mutex_unlock(&enable_lock);
+        return false;
+    }
+    CUresult r = enable_direction(from_ctx, to_ctx);
+    /* Already enabled means enabled by a path we did not see; it serves. */
+    if (r == CUDA_SUCCESS || r == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) {
+        ok = mark_enabled(from_ctx, from_dev, to_ctx, to_dev);
+        LOG_INFO("enabled peer access %d->%d for cross-GPU copies", from_dev, to_dev);
+    } else {
+        CUresult r2 = enable_direction(to_ctx, from_ctx);
+        if (r2 == CUDA_SUCCESS || r2 == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) {
+            ok = mark_enabled(to_ctx, to_dev, from_ctx, from_dev);
+            LOG_INFO("enabled peer access %d->%d for cross-GPU copies (%d->%d failed: %d)",
+                     to_dev, from_dev, from_dev, to_dev, (int)r);
+        } else {
+            pthread_mutex_lock(&state_lock);
+            struct link_state *s = get_link(from_ctx, from_dev, to_ctx, to_dev);
+            if (s != NULL)
+                s->failure = r;
+            pthread_mutex_unlock(&state_lock);
+            LOG_INFO("cannot enable peer access between devices %d and %d (errors %d, %d);"
+                     " their copies pass through", from_dev, to_dev, (int)r, (int)r2);
+        }
+    }
+    stats_count_enable(from_dev, to_dev, ok);
+    pthread_mutex_unlock(&enable_lock);
+    return ok;
+}
+
+/* The current context and its device, or false when there is none. */
+static bool current_ctx(CUcontext *ctx, int *dev)
+{
+    const struct driver_api *d = driver_api();
+    CUdevice cu_dev = -1;
+    if (d->ctx_get_current == NULL || d->ctx_get_current(ctx) != CUDA_SUCCESS || *ctx == NULL)
+        return false;
+    if (d->ctx_get_device == NULL || d->ctx_get_device(&cu_dev) != CUDA_SUCCESS)
+        cu_dev = -1;
+    *dev = (int)cu_dev;
+    return true;
+}
+
+CUresult peer_app_enable(CUcontext peer, unsigned int flags,
+                         CUresult (*real)(CUcontext, unsigned int))
+{
+    CUcontext cur = NULL;
+    int cur_dev = -1;
+    pthread_mutex_lock(&enable_lock);
+    CUresult r = real(peer, flags);
+    if ((r == CUDA_SUCCESS || r == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) &&
+        current_ctx(&cur, &cur_dev)) {
+        int peer_dev = driver_ctx_device(peer);
+        pthread_mutex_lock(&state_lock);
+        struct link_state *s = find_link(cur, peer);
+        if (r == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED && s != NULL && s->shim && !s->app)
+            r = CUDA_SUCCESS; /* enabled by the shim only: the program's first */
+        if (r == CUDA_SUCCESS) {
+            if (s == NULL)
+                s = get_link(cur, cur_dev, peer, peer_dev);
+            if (s != NULL)
+                s->app = true;
+        }
+        pthread_mutex_unlock(&state_lock);
+    }
+    pthread_mutex_unlock(&enable_lock);
+    return r;
+}
+
+CUresult peer_app_disable(CUcontext peer, CUresult (*real)(CUcontext))
+{
+    CUcontext cur = NULL;
+    int cur_dev = -1;
+    CUresult r;
+    pthread_mutex_lock(&enable_lock);
+    if (current_ctx(&cur, &cur_dev)) {
+        pthread_mutex_lock(&state_lock);
+        struct link_state *s = find_link(cur, peer);
+        bool shim = s != NULL && s->shim, app = s != NULL && s->app;
+        if (shim) {
+            /* The shim keeps the link; the program sees its own answer. */
+            r = app ? CUDA_SUCCESS : CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
+            s->app = false;
+            pthread_mutex_unlock(&state_lock);
+            pthread_mutex_unlock(&enable_lock);
+            return r;
+        }
+        pthread_mutex_unlock(&state_lock);
+    }
+    r = real(peer);
+    if (r == CUDA_SUCCESS && cur != NULL) {
+        pthread_mutex_lock(&state_lock);
+        struct link_state *s = find_link(cur, peer);
+        if (s != NULL)
+            s->app = false;
+        pthread_mutex_unlock(&state_lock);
+    }
+    pthread_mutex_unlock(&enable_lock);
+    return r;
+}
+
+static void forget_if(bool (*match)(const struct link_state *, const void *), const void *arg)
+{
+    struct link_state *s, *tmp;
+    pthread_mutex_lock(&enable_lock);
+    pthread_mutex_lock(&state_lock);
+    HASH_ITER(hh, links, s, tmp) {
+        if (match(s, arg)) {
+            HASH_DEL(links, s);
+            free(s);
+        }
+    }
+    pthread_mutex_unlock(&state_lock);
+    pthread_mutex_unlock(&enable_lock);
+}
+
+static bool match_device(const struct link_state *s, const void *arg)
+{
+    int dev = *(const int *)arg;
+    return s->from_dev == dev || s->to_dev == dev;
+}
+
+static bool match_ctx(const struct link_state *s, const void *arg)
+{
+    CUcontext ctx = *(const CUcontext *)arg;
+    return s->key.from == ctx || s->key.to == ctx;
+}
+
+void peer_forget_device(int dev)
+{
+    forget_if(match_device, &dev);
+}
+
+void peer_forget_ctx(CUcontext ctx)
+{
+    forget_if(match_ctx, &ctx);
+}

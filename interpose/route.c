@@ -1,0 +1,82 @@
+#include "route.h"
+
+static const char *const reason_names[ROUTE_REASON_COUNT] = {
+#define P2PSHIM_REASON_NAME(id, name) name,
+    ROUTE_REASONS(P2PSHIM_REASON_NAME)
+#undef P2PSHIM_REASON_NAME
+};
+
+const char *route_reason_name(enum route_reason reason)
+{
+    if ((unsigned)reason >= ROUTE_REASON_COUNT)
+        return "?";
+    return reason_names[reason];
+}
+
+bool route_reason_is_upgrade(enum route_reason reason)
+{
+    return reason == ROUTE_UPGRADED || reason == ROUTE_ALREADY_UPGRADED;
+}
+
+bool route_reason_is_local(enum route_reason reason)
+{
+    return reason == ROUTE_NOT_CROSS_HOST ||
+           reason == ROUTE_NOT_CROSS_SAME_DEVICE ||
+           reason == ROUTE_NOT_CROSS_UNKNOWN;
+}
+
+static bool is_host_kind(enum mem_kind kind)
+{
+    return kind == MEM_KIND_HOST_PINNED || kind == MEM_KIND_HOST_REGISTERED;
+}
+
+static struct route_decision pass(enum route_reason reason)
+{
+    struct route_decision d = {ROUTE_PASS, reason, -1, -1};
+    return d;
+}
+
+struct route_decision route_decide(const struct route_input *in,
+                                   const struct p2pshim_config *cfg)
+{
+    const struct route_end *s = &in->src, *d = &in->dst;
+
+    if (!s->known || !d->known)
+        return pass(ROUTE_NOT_CROSS_UNKNOWN);
+    if (is_host_kind(s->kind) || is_host_kind(d->kind) || s->device < 0 ||
+        d->device < 0)
+        return pass(ROUTE_NOT_CROSS_HOST);
+    if (s->device == d->device)
+        return pass(ROUTE_NOT_CROSS_SAME_DEVICE);
+
+    if (cfg->mode == P2PSHIM_MODE_OFF)
+        return pass(ROUTE_MODE_OFF);
+    if (s->device >= P2PSHIM_MAX_DEVICES || d->device >= P2PSHIM_MAX_DEVICES)
+        return pass(ROUTE_DEVICE_OUT_OF_RANGE);
+    if (s->kind == MEM_KIND_MANAGED || d->kind == MEM_KIND_MANAGED)
+        return pass(ROUTE_MANAGED);
+    if (s->kind == MEM_KIND_POOL || d->kind == MEM_KIND_POOL)
+        return pass(ROUTE_POOL);
+    if (s->kind == MEM_KIND_VMM || d->kind == MEM_KIND_VMM)
+        return pass(ROUTE_VMM);
+    if (in->link.app_enabled)
+        return pass(ROUTE_APP_PEER);
+    if (in->link.shim_enabled)
+        return pass(ROUTE_ALREADY_UPGRADED);
+    if (!cfg->pair_allowed[s->device][d->device])
+        return pass(ROUTE_PAIR_EXCLUDED);
+    if (in->bytes < cfg->min_bytes)
+        return pass(ROUTE_BELOW_MIN_BYTES);
+    if (!in->link.can_access)
+        return pass(ROUTE_NO_PEER_CAPABILITY);
+    if (in->link.failed)
+        return pass(ROUTE_ENABLE_FAILED);
+
+    struct route_decision out = {ROUTE_ENABLE_THEN_PASS, ROUTE_UPGRADED,
+                                 s->device, d->device};
+    if (in->exec_device == d->device) {
+        out.enable_from = d->device;
+        out.enable_to = s->device;
+    }
+    return out;
+}

@@ -1,0 +1,94 @@
+/* Route: the pure decision for one cross-GPU copy (or batch element):
+ * from what the copy touches, the peer link's state and the configuration,
+ * to an action and a reason. No CUDA calls, no globals: unit-tested as a
+ * table (tests/unit/test_route.c). */
+#ifndef P2PSHIM_ROUTE_H
+#define P2PSHIM_ROUTE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "config.h"
+#include "ownership.h"
+
+enum route_action {
+    ROUTE_PASS = 0,          /* call the original unchanged */
+    ROUTE_ENABLE_THEN_PASS,  /* enable peer access, then call the original */
+};
+
+/* Why. The first group is not a cross-GPU copy at all and is not counted
+ * per device pair; the rest are. Keep route_reason_name in step. */
+#define ROUTE_REASONS(X)                                                     \
+    X(NOT_CROSS_HOST, "host-memory")                                         \
+    X(NOT_CROSS_SAME_DEVICE, "same-device")                                  \
+    X(NOT_CROSS_UNKNOWN, "unknown-pointer")                                  \
+    X(UPGRADED, "upgraded")                                                  \
+    X(ALREADY_UPGRADED, "shim-access")                                       \
+    X(APP_PEER, "app-enabled-peer")                                          \
+    X(MODE_OFF, "mode-off")                                                  \
+    X(DEVICE_OUT_OF_RANGE, "device-out-of-range")                            \
+    X(MANAGED, "managed-memory")                                             \
+    X(POOL, "pool-memory")                                                   \
+    X(VMM, "mapped-memory")                                                  \
+    X(PAIR_EXCLUDED, "pair-excluded")                                        \
+    X(BELOW_MIN_BYTES, "below-min-bytes")                                    \
+    X(NO_PEER_CAPABILITY, "cannot-peer")                                     \
+    X(ENABLE_FAILED, "enable-failed")                                        \
+    X(SHIM_ERROR, "shim-error")
+
+enum route_reason {
+#define P2PSHIM_REASON_ENUM(id, name) ROUTE_##id,
+    ROUTE_REASONS(P2PSHIM_REASON_ENUM)
+#undef P2PSHIM_REASON_ENUM
+    ROUTE_REASON_COUNT
+};
+
+const char *route_reason_name(enum route_reason reason);
+
+/* true for reasons under which the copy rides the peer link thanks to the
+ * shim (counted as upgraded). */
+bool route_reason_is_upgrade(enum route_reason reason);
+/* true for reasons that are not a cross-GPU copy. */
+bool route_reason_is_local(enum route_reason reason);
+
+/* One end of a copy as the ownership layer sees it. */
+struct route_end {
+    bool known;            /* false: the driver does not know the pointer */
+    enum mem_kind kind;
+    int device;            /* ordinal; -1 for host memory */
+};
+
+/* The peer link between the two devices' contexts, both directions. */
+struct route_link {
+    bool can_access;       /* cuDeviceCanAccessPeer, either direction */
+    bool app_enabled;      /* the program enabled a direction itself */
+    bool shim_enabled;     /* the shim enabled a direction */
+    bool failed;           /* the shim's enabling failed before: don't retry */
+};
+
+struct route_input {
+    struct route_end src, dst;
+    size_t bytes;
+    int exec_device;       /* device issuing the copy, -1 if unknown */
+    struct route_link link;
+};
+
+struct route_decision {
+    enum route_action action;
+    enum route_reason reason;
+    int enable_from;       /* for ROUTE_ENABLE_THEN_PASS: the direction */
+    int enable_to;
+};
+
+/* Decides. Rules, in order: not cross-GPU (unknown, host, same device);
+ * mode off; ordinals past P2PSHIM_MAX_DEVICES; managed, pool and mapped
+ * memory (context peer access does not cover them: passed through); the
+ * program's own access already makes it peer; the shim's does; the pair
+ * filter; the size threshold; capability; a remembered failure; else
+ * enable one direction — from the issuing device to the other one when
+ * the issuing device is an end of the copy, else source to destination
+ * (DESIGN.md: one direction serves copies both ways). */
+struct route_decision route_decide(const struct route_input *in,
+                                   const struct p2pshim_config *cfg);
+
+#endif

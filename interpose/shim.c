@@ -1,0 +1,54 @@
+#define _GNU_SOURCE
+#include "shim.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "log.h"
+#include "stats.h"
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static const struct p2pshim_config *config;
+static _Thread_local int guard_depth;
+
+static void dump_line(const char *line)
+{
+    log_line(line);
+}
+
+static void init_once_body(void)
+{
+    config = config_get();
+    log_open(config);
+    if (config->dump_config)
+        config_dump(config, dump_line);
+    LOG_DEBUG("loaded (mode %s)",
+              config->mode == P2PSHIM_MODE_OFF ? "off" : "upgrade");
+    atexit(stats_report);
+}
+
+void shim_init(void)
+{
+    pthread_once(&init_once, init_once_body);
+}
+
+const struct p2pshim_config *shim_config(void)
+{
+    shim_init();
+    return config;
+}
+
+bool shim_reentered(void)
+{
+    return guard_depth > 0;
+}
+
+void shim_guard_enter(void)
+{
+    guard_depth++;
+}
+
+void shim_guard_leave(void)
+{
+    guard_depth--;
+}

@@ -1,0 +1,129 @@
+/* Exported copy wrappers, one per exact driver variant (hooks.def). Each:
+ * resolve the real function (never call NULL), consider the copy (maybe
+ * enabling peer access), then call the original with its own arguments. */
+#include "copy.h"
+#include "hooks.h"
+
+#define PT 1 /* per-thread variant */
+#define LG 0 /* legacy-stream variant */
+
+#define WRAP(name, params, args, consider)                                    \
+    P2PSHIM_EXPORT CUresult name params                                       \
+    {                                                                         \
+        pfn_##name real = REAL(name);                                         \
+        if (real == NULL)                                                     \
+            return CUDA_ERROR_NOT_INITIALIZED;                                \
+        if (shim_begin()) {                                                   \
+            consider;                                                         \
+            shim_end();                                                       \
+        }                                                                     \
+        return real args;                                                     \
+    }
+
+/* ---- linear copies in the unified address space ---- */
+#define WRAP_LINEAR_SYNC(name, pt)                                            \
+    WRAP(name, (CUdeviceptr dst, CUdeviceptr src, size_t n), (dst, src, n),   \
+         copy_consider(dst, NULL, src, NULL, n, NULL, pt))
+#define WRAP_LINEAR_ASYNC(name, pt)                                           \
+    WRAP(name, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s),      \
+         (dst, src, n, s), copy_consider(dst, NULL, src, NULL, n, s, pt))
+
+WRAP_LINEAR_SYNC(cuMemcpy, LG)
+WRAP_LINEAR_SYNC(cuMemcpy_ptds, PT)
+WRAP_LINEAR_SYNC(cuMemcpyDtoD_v2, LG)
+WRAP_LINEAR_SYNC(cuMemcpyDtoD_v2_ptds, PT)
+WRAP_LINEAR_ASYNC(cuMemcpyAsync, LG)
+WRAP_LINEAR_ASYNC(cuMemcpyAsync_ptsz, PT)
+WRAP_LINEAR_ASYNC(cuMemcpyDtoDAsync_v2, LG)
+WRAP_LINEAR_ASYNC(cuMemcpyDtoDAsync_v2_ptsz, PT)
+
+/* ---- explicit contexts ---- */
+#define WRAP_PEER_SYNC(name, pt)                                              \
+    WRAP(name,                                                                \
+         (CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx,   \
+          size_t n),                                                          \
+         (dst, dctx, src, sctx, n), copy_consider(dst, dctx, src, sctx, n, NULL, pt))
+#define WRAP_PEER_ASYNC(name, pt)                                             \
+    WRAP(name,                                                                \
+         (CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx,   \
+          size_t n, CUstream s),                                              \
+         (dst, dctx, src, sctx, n, s), copy_consider(dst, dctx, src, sctx, n, s, pt))
+
+WRAP_PEER_SYNC(cuMemcpyPeer, LG)
+WRAP_PEER_SYNC(cuMemcpyPeer_ptds, PT)
+WRAP_PEER_ASYNC(cuMemcpyPeerAsync, LG)
+WRAP_PEER_ASYNC(cuMemcpyPeerAsync_ptsz, PT)
+
+/* ---- described by a struct ---- */
+#define WRAP_STRUCT_SYNC(name, type, fn, pt)                                  \
+    WRAP(name, (const type *c), (c), fn(c, NULL, pt))
+#define WRAP_STRUCT_ASYNC(name, type, fn, pt)                                 \
+    WRAP(name, (const type *c, CUstream s), (c, s), fn(c, s, pt))
+
+WRAP_STRUCT_SYNC(cuMemcpy2D_v2, CUDA_MEMCPY2D, copy_consider_2d, LG)
+WRAP_STRUCT_SYNC(cuMemcpy2D_v2_ptds, CUDA_MEMCPY2D, copy_consider_2d, PT)
+WRAP_STRUCT_SYNC(cuMemcpy2DUnaligned_v2, CUDA_MEMCPY2D, copy_consider_2d, LG)
+WRAP_STRUCT_SYNC(cuMemcpy2DUnaligned_v2_ptds, CUDA_MEMCPY2D, copy_consider_2d, PT)
+WRAP_STRUCT_ASYNC(cuMemcpy2DAsync_v2, CUDA_MEMCPY2D, copy_consider_2d, LG)
+WRAP_STRUCT_ASYNC(cuMemcpy2DAsync_v2_ptsz, CUDA_MEMCPY2D, copy_consider_2d, PT)
+WRAP_STRUCT_SYNC(cuMemcpy3D_v2, CUDA_MEMCPY3D, copy_consider_3d, LG)
+WRAP_STRUCT_SYNC(cuMemcpy3D_v2_ptds, CUDA_MEMCPY3D, copy_consider_3d, PT)
+WRAP_STRUCT_ASYNC(cuMemcpy3DAsync_v2, CUDA_MEMCPY3D, copy_consider_3d, LG)
+WRAP_STRUCT_ASYNC(cuMemcpy3DAsync_v2_ptsz, CUDA_MEMCPY3D, copy_consider_3d, PT)
+WRAP_STRUCT_SYNC(cuMemcpy3DPeer, CUDA_MEMCPY3D_PEER, copy_consider_3d_peer, LG)
+WRAP_STRUCT_SYNC(cuMemcpy3DPeer_ptds, CUDA_MEMCPY3D_PEER, copy_consider_3d_peer, PT)
+WRAP_STRUCT_ASYNC(cuMemcpy3DPeerAsync, CUDA_MEMCPY3D_PEER, copy_consider_3d_peer, LG)
+WRAP_STRUCT_ASYNC(cuMemcpy3DPeerAsync_ptsz, CUDA_MEMCPY3D_PEER, copy_consider_3d_peer, PT)
+
+/* ---- batches: the 12080 signature carries failIdx, 13000's does not ---- */
+#define WRAP_BATCH_12080(name, pt)                                            \
+    WRAP(name,                                                                \
+         (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,  \
+          CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,      \
+          size_t *failIdx, CUstream s),                                       \
+         (dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, s),  \
+         copy_consider_batch(dsts, srcs, sizes, count, s, pt))
+#define WRAP_BATCH_13000(name, pt)                                            \
+    WRAP(name,                                                                \
+         (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,  \
+          CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,      \
+          CUstream s),                                                        \
+         (dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, s),           \
+         copy_consider_batch(dsts, srcs, sizes, count, s, pt))
+
+WRAP_BATCH_12080(cuMemcpyBatchAsync, LG)
+WRAP_BATCH_12080(cuMemcpyBatchAsync_ptsz, PT)
+WRAP_BATCH_13000(cuMemcpyBatchAsync_v2, LG)
+WRAP_BATCH_13000(cuMemcpyBatchAsync_v2_ptsz, PT)
+
+#define WRAP_3DBATCH_12080(name, pt)                                          \
+    WRAP(name,                                                                \
+         (size_t n, CUDA_MEMCPY3D_BATCH_OP *ops, size_t *failIdx,             \
+          unsigned long long flags, CUstream s),                              \
+         (n, ops, failIdx, flags, s), copy_consider_3d_batch(n, ops, s, pt))
+#define WRAP_3DBATCH_13000(name, pt)                                          \
+    WRAP(name,                                                                \
+         (size_t n, CUDA_MEMCPY3D_BATCH_OP *ops, unsigned long long flags,    \
+          CUstream s),                                                        \
+         (n, ops, flags, s), copy_consider_3d_batch(n, ops, s, pt))
+
+WRAP_3DBATCH_12080(cuMemcpy3DBatchAsync, LG)
+WRAP_3DBATCH_12080(cuMemcpy3DBatchAsync_ptsz, PT)
+WRAP_3DBATCH_13000(cuMemcpy3DBatchAsync_v2, LG)
+WRAP_3DBATCH_13000(cuMemcpy3DBatchAsync_v2_ptsz, PT)
+
+/* ---- host <-> device: passed through, counted ---- */
+#define WRAP_HTOD(name, params, args, n) WRAP(name, params, args, copy_count_host(n))
+
+WRAP_HTOD(cuMemcpyHtoD_v2, (CUdeviceptr d, const void *h, size_t n), (d, h, n), n)
+WRAP_HTOD(cuMemcpyHtoD_v2_ptds, (CUdeviceptr d, const void *h, size_t n), (d, h, n), n)
+WRAP_HTOD(cuMemcpyDtoH_v2, (void *h, CUdeviceptr d, size_t n), (h, d, n), n)
+WRAP_HTOD(cuMemcpyDtoH_v2_ptds, (void *h, CUdeviceptr d, size_t n), (h, d, n), n)
+WRAP_HTOD(cuMemcpyHtoDAsync_v2, (CUdeviceptr d, const void *h, size_t n, CUstream s),
+          (d, h, n, s), n)
+WRAP_HTOD(cuMemcpyHtoDAsync_v2_ptsz, (CUdeviceptr d, const void *h, size_t n, CUstream s),
+          (d, h, n, s), n)
+WRAP_HTOD(cuMemcpyDtoHAsync_v2, (void *h, CUdeviceptr d, size_t n, CUstream s),
+          (h, d, n, s), n)
+WRAP_HTOD(cuMemcpyDtoHAsync_v2_ptsz, (void *h, CUdeviceptr d, size_t n, CUstream s),
+          (h, d, n, s), n)

@@ -1,0 +1,77 @@
+/* Exported peer-state and context wrappers: the program's view of peer
+ * access (peer.h) and the state dropped when a context goes away. */
+#include "copy.h"
+#include "hooks.h"
+#include "ownership.h"
+#include "peer.h"
+
+P2PSHIM_EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags)
+{
+    pfn_cuCtxEnablePeerAccess real = REAL(cuCtxEnablePeerAccess);
+    if (real == NULL)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!shim_begin())
+        return real(peerContext, Flags);
+    CUresult r = peer_app_enable(peerContext, Flags, real);
+    shim_end();
+    return r;
+}
+
+P2PSHIM_EXPORT CUresult cuCtxDisablePeerAccess(CUcontext peerContext)
+{
+    pfn_cuCtxDisablePeerAccess real = REAL(cuCtxDisablePeerAccess);
+    if (real == NULL)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!shim_begin())
+        return real(peerContext);
+    CUresult r = peer_app_disable(peerContext, real);
+    shim_end();
+    return r;
+}
+
+/* A primary context reset destroys its allocations and every peer link to
+ * and from it: drop what we know of that device. */
+static void forget_device(int dev)
+{
+    if (shim_begin()) {
+        peer_forget_device(dev);
+        ownership_remove_device(dev);
+        shim_end();
+    }
+}
+
+P2PSHIM_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev)
+{
+    pfn_cuDevicePrimaryCtxReset real = REAL(cuDevicePrimaryCtxReset);
+    if (real == NULL)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = real(dev);
+    if (r == CUDA_SUCCESS)
+        forget_device((int)dev);
+    return r;
+}
+
+P2PSHIM_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
+{
+    pfn_cuDevicePrimaryCtxReset_v2 real = REAL(cuDevicePrimaryCtxReset_v2);
+    if (real == NULL)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = real(dev);
+    if (r == CUDA_SUCCESS)
+        forget_device((int)dev);
+    return r;
+}
+
+P2PSHIM_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
+{
+    pfn_cuCtxDestroy_v2 real = REAL(cuCtxDestroy_v2);
+    if (real == NULL)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = real(ctx);
+    if (r == CUDA_SUCCESS && shim_begin()) {
+        peer_forget_ctx(ctx);
+        ownership_remove_ctx(ctx);
+        shim_end();
+    }
+    return r;
+}

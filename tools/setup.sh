@@ -1,0 +1,22 @@
+#!/bin/sh
+# Installs what a fresh Debian machine needs to build and test p2pshim
+# (the CUDA toolkit is assumed, as on our machines). Idempotent; run as root
+# or with sudo available. On the GPU machine, which reaches no package
+# registry, the build uses .deps/include/uthash.h instead.
+set -eu
+need=""
+[ -f /usr/include/uthash.h ] || need="$need uthash-dev"
+command -v cmake >/dev/null 2>&1 || need="$need cmake"
+command -v make >/dev/null 2>&1 || need="$need make"
+command -v gcc >/dev/null 2>&1 || need="$need gcc"
+if [ -n "$need" ]; then
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get install -y --no-install-recommends $need ||
+        { $SUDO apt-get update && $SUDO apt-get install -y --no-install-recommends $need; }
+fi
+if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
+    echo "setup: nvcc is at /usr/local/cuda/bin; add it to PATH for the GPU programs"
+fi
+echo "setup: ok"
