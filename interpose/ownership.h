@@ -5,9 +5,11 @@
  * indexed at the smallest level whose granule is at least its size, so it
  * sits in at most two granules of that level, and a granule holds a
  * bounded number of ranges. A lookup probes only the levels that hold any
- * range. Thread-safe (a reader-writer lock held only inside these calls,
- * never across a CUDA call). Knows nothing of CUDA: the table is fed by the
- * allocation hooks and by the driver-query fallback. */
+ * range, after a small per-thread cache of its latest answers (valid until
+ * the table next changes). Thread-safe (a reader-writer lock held only
+ * inside these calls, never across a CUDA call). Knows nothing of CUDA:
+ * the table is fed by the allocation hooks and by the driver-query
+ * fallback. */
 #ifndef P2PSHIM_OWNERSHIP_H
 #define P2PSHIM_OWNERSHIP_H
 
@@ -59,7 +61,10 @@ size_t ownership_remove_device(int device);
 /* Removes every record whose ctx is ctx (a context destroyed). */
 size_t ownership_remove_ctx(void *ctx);
 
-/* Number of records; and a full reset (tests, and fork children). */
+/* Number of records; and a full reset of records and handles (tests, and
+ * fork children). In a child, only safe if no other thread of the parent
+ * held the table's lock at fork time (take it around fork with
+ * pthread_atfork if that can happen). */
 size_t ownership_count(void);
 void ownership_clear(void);
 

@@ -1,0 +1,23 @@
+#!/bin/sh
+# The main job: builds the shim and a demo program, then copies a buffer
+# between two GPUs without and with the shim. Without two GPUs it runs on
+# the stand-in driver (simulated devices) and says so.
+set -eu
+cd "$(dirname "$0")/.."
+export PATH="$PATH:/usr/local/cuda/bin"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DP2PSHIM_BUILD_GPU=OFF >build.configure.log 2>&1 ||
+    { cat build.configure.log; exit 1; }
+cmake --build build -j "$(nproc 2>/dev/null || echo 2)" --target p2pshim p2pdemo cuda_standin >/dev/null
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+if [ "${gpus:-0}" -ge 2 ]; then
+    echo "demo: $gpus GPUs found; running on them"
+    size=256 reps=20
+else
+    echo "demo: no GPU pair here; running on the stand-in driver (2 simulated devices in host memory)"
+    export LD_LIBRARY_PATH="$PWD/build/standin-lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    size=64 reps=5
+fi
+echo "--- without the shim"
+build/tools/demo/p2pdemo $size $reps
+echo "--- with the shim: LD_PRELOAD=build/interpose/libp2pshim.so"
+P2PSHIM_LOG=info LD_PRELOAD="$PWD/build/interpose/libp2pshim.so" build/tools/demo/p2pdemo $size $reps
