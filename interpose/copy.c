@@ -50,8 +50,8 @@ static void host_end(struct end *e)
     e->ctx = NULL;
 }
 
-/* The device whose context issues a copy on stream, or -1. Only asked on
- * the (rare) enabling path: it costs driver calls. */
+/* The device whose context issues a copy on stream, or -1. Asked for
+ * cross-GPU copies only (a driver call or two). */
 static int exec_device(CUstream stream, bool per_thread, const struct end *src,
                        const struct end *dst)
 {
@@ -76,21 +76,24 @@ static void decide_and_act(struct end *src, struct end *dst, size_t bytes,
     in.exec_device = -1;
     bool cross = src->route.known && dst->route.known && src->route.device >= 0 &&
                  dst->route.device >= 0 && src->route.device != dst->route.device;
-    if (cross && src->ctx != NULL && dst->ctx != NULL)
-        peer_view(src->ctx, src->route.device, dst->ctx, dst->route.device, &in.link);
+    bool have_ctx = src->ctx != NULL && dst->ctx != NULL;
+    struct end *from = src, *to = dst;
+    if (cross && have_ctx && cfg->mode != P2PSHIM_MODE_OFF) {
+        /* The needed direction starts at the issuing device (route.h). */
+        in.exec_device = exec_device(stream, per_thread, src, dst);
+        if (in.exec_device == dst->route.device) {
+            from = dst;
+            to = src;
+        }
+        peer_view(from->ctx, from->route.device, to->ctx, to->route.device, &in.link);
+    }
 
     struct route_decision d = route_decide(&in, cfg);
     if (d.action == ROUTE_ENABLE_THEN_PASS) {
-        if (src->ctx == NULL || dst->ctx == NULL) {
+        if (!have_ctx)
             d.reason = ROUTE_SHIM_ERROR;
-        } else {
-            in.exec_device = exec_device(stream, per_thread, src, dst);
-            d = route_decide(&in, cfg);
-            bool from_src = d.enable_from == src->route.device;
-            struct end *from = from_src ? src : dst, *to = from_src ? dst : src;
-            if (!peer_shim_enable(from->ctx, from->route.device, to->ctx, to->route.device))
-                d.reason = ROUTE_ENABLE_FAILED;
-        }
+        else if (!peer_shim_enable(from->ctx, from->route.device, to->ctx, to->route.device))
+            d.reason = ROUTE_ENABLE_FAILED;
     }
     stats_count(src->route.device, dst->route.device, d.reason, bytes);
 }
@@ -98,7 +101,7 @@ static void decide_and_act(struct end *src, struct end *dst, size_t bytes,
 void copy_consider(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src,
                    CUcontext src_ctx, size_t bytes, CUstream stream, bool per_thread)
 {
-    struct end s, d;
+    struct end s = {0}, d = {0};
     if (bytes == 0 || dst == 0 || src == 0)
         return;
     resolve_end(dst, dst_ctx, &d);
@@ -136,7 +139,7 @@ static void struct_end(CUmemorytype type, CUdeviceptr dev, size_t offset,
 
 void copy_consider_2d(const CUDA_MEMCPY2D *c, CUstream stream, bool per_thread)
 {
-    struct end s, d;
+    struct end s = {0}, d = {0};
     if (c == NULL || c->WidthInBytes == 0 || c->Height == 0)
         return;
     struct_end(c->srcMemoryType, c->srcDevice, c->srcY * c->srcPitch + c->srcXInBytes,
@@ -153,7 +156,7 @@ static size_t offset_3d(size_t x, size_t y, size_t z, size_t pitch, size_t heigh
 
 void copy_consider_3d(const CUDA_MEMCPY3D *c, CUstream stream, bool per_thread)
 {
-    struct end s, d;
+    struct end s = {0}, d = {0};
     if (c == NULL || c->WidthInBytes == 0 || c->Height == 0 || c->Depth == 0)
         return;
     struct_end(c->srcMemoryType, c->srcDevice,
@@ -167,7 +170,7 @@ void copy_consider_3d(const CUDA_MEMCPY3D *c, CUstream stream, bool per_thread)
 
 void copy_consider_3d_peer(const CUDA_MEMCPY3D_PEER *c, CUstream stream, bool per_thread)
 {
-    struct end s, d;
+    struct end s = {0}, d = {0};
     if (c == NULL || c->WidthInBytes == 0 || c->Height == 0 || c->Depth == 0)
         return;
     struct_end(c->srcMemoryType, c->srcDevice,
@@ -205,7 +208,7 @@ void copy_consider_3d_batch(size_t count, const CUDA_MEMCPY3D_BATCH_OP *ops,
     if (ops == NULL)
         return;
     for (size_t i = 0; i < count; i++) {
-        struct end s, d;
+        struct end s = {0}, d = {0};
         const CUDA_MEMCPY3D_BATCH_OP *op = &ops[i];
         size_t bytes = op->extent.width * op->extent.height * op->extent.depth;
         if (bytes == 0)

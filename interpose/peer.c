@@ -79,18 +79,19 @@ static bool can_access(int dev, int peer)
     return can != 0;
 }
 
-void peer_view(CUcontext a_ctx, int a_dev, CUcontext b_ctx, int b_dev,
+void peer_view(CUcontext from_ctx, int from_dev, CUcontext to_ctx, int to_dev,
                struct route_link *out)
 {
     memset(out, 0, sizeof *out);
     pthread_mutex_lock(&state_lock);
-    const struct link_state *ab = find_link(a_ctx, b_ctx);
-    const struct link_state *ba = find_link(b_ctx, a_ctx);
-    out->app_enabled = (ab && ab->app) || (ba && ba->app);
-    out->shim_enabled = (ab && ab->shim) || (ba && ba->shim);
-    out->failed = (ab && ab->failure) || (ba && ba->failure);
+    const struct link_state *fwd = find_link(from_ctx, to_ctx);
+    const struct link_state *rev = find_link(to_ctx, from_ctx);
+    out->app_enabled = (fwd && fwd->app) || (rev && rev->app);
+    out->shim_enabled = fwd && fwd->shim;
+    out->shim_any = out->shim_enabled || (rev && rev->shim);
+    out->failed = fwd && fwd->failure;
     pthread_mutex_unlock(&state_lock);
-    out->can_access = can_access(a_dev, b_dev) || can_access(b_dev, a_dev);
+    out->can_access = can_access(from_dev, to_dev) || can_access(to_dev, from_dev);
 }
 
 /* One real enable of from -> to with from pushed. */
@@ -118,19 +119,24 @@ static bool mark_enabled(CUcontext from, int from_dev, CUcontext to, int to_dev)
     return s != NULL;
 }
 
+static void mark_failed(CUcontext from, int from_dev, CUcontext to, int to_dev, CUresult r)
+{
+    pthread_mutex_lock(&state_lock);
+    struct link_state *s = get_link(from, from_dev, to, to_dev);
+    if (s != NULL)
+        s->failure = r;
+    pthread_mutex_unlock(&state_lock);
+}
+
 bool peer_shim_enable(CUcontext from_ctx, int from_dev, CUcontext to_ctx, int to_dev)
 {
     bool ok = false;
     pthread_mutex_lock(&enable_lock);
     struct route_link now;
     peer_view(from_ctx, from_dev, to_ctx, to_dev, &now);
-    if (now.app_enabled || now.shim_enabled) {
+    if (now.app_enabled || now.shim_enabled || now.failed) {
         pthread_mutex_unlock(&enable_lock);
-        return true;
-    }
-    if (now.failed) {
-        pthread_mutex_unlock(&enable_lock);
-        return false;
+        return now.app_enabled || now.shim_enabled || now.shim_any;
     }
     CUresult r = enable_direction(from_ctx, to_ctx);
     /* Already enabled means enabled by a path we did not see; it serves. */
@@ -138,19 +144,27 @@ bool peer_shim_enable(CUcontext from_ctx, int from_dev, CUcontext to_ctx, int to
         ok = mark_enabled(from_ctx, from_dev, to_ctx, to_dev);
         LOG_INFO("enabled peer access %d->%d for cross-GPU copies", from_dev, to_dev);
     } else {
-        CUresult r2 = enable_direction(to_ctx, from_ctx);
-        if (r2 == CUDA_SUCCESS || r2 == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) {
-            ok = mark_enabled(to_ctx, to_dev, from_ctx, from_dev);
-            LOG_INFO("enabled peer access %d->%d for cross-GPU copies (%d->%d failed: %d)",
-                     to_dev, from_dev, from_dev, to_dev, (int)r);
-        } else {
-            pthread_mutex_lock(&state_lock);
-            struct link_state *s = get_link(from_ctx, from_dev, to_ctx, to_dev);
-            if (s != NULL)
-                s->failure = r;
-            pthread_mutex_unlock(&state_lock);
-            LOG_INFO("cannot enable peer access between devices %d and %d (errors %d, %d);"
-                     " their copies pass through", from_dev, to_dev, (int)r, (int)r2);
+        mark_failed(from_ctx, from_dev, to_ctx, to_dev, r);
+        ok = now.shim_any;
+        if (!ok) {
+            /* The opposite direction serves the copy engines too (a little
+             * slower for copies issued here): try it once. */
+            CUresult r2 = CUDA_SUCCESS;
+            struct route_link back;
+            peer_view(to_ctx, to_dev, from_ctx, from_dev, &back);
+            if (!back.failed)
+                r2 = enable_direction(to_ctx, from_ctx);
+            if (!back.failed &&
+                (r2 == CUDA_SUCCESS || r2 == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED)) {
+                ok = mark_enabled(to_ctx, to_dev, from_ctx, from_dev);
+                LOG_INFO("enabled peer access %d->%d for cross-GPU copies (%d->%d: error %d)",
+                         to_dev, from_dev, from_dev, to_dev, (int)r);
+            } else {
+                if (!back.failed)
+                    mark_failed(to_ctx, to_dev, from_ctx, from_dev, r2);
+                LOG_INFO("cannot enable peer access between devices %d and %d (error %d);"
+                         " their copies pass through", from_dev, to_dev, (int)r);
+            }
         }
     }
     stats_count_enable(from_dev, to_dev, ok);

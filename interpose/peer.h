@@ -16,15 +16,15 @@
 #include "route.h"
 #include "shim_cuda.h"
 
-/* The link between (a_ctx on a_dev) and (b_ctx on b_dev), both ways. */
-void peer_view(CUcontext a_ctx, int a_dev, CUcontext b_ctx, int b_dev,
+/* The link between from_ctx (on from_dev) and to_ctx (on to_dev), seen
+ * from the direction from -> to (route.h: the needed direction). */
+void peer_view(CUcontext from_ctx, int from_dev, CUcontext to_ctx, int to_dev,
                struct route_link *out);
 
-/* Enables one direction for the shim: from_ctx may then access to_ctx.
- * The current context is restored. If that direction fails, the other is
- * tried (one serves the copy engines both ways). Returns true when a
- * direction between the two is enabled afterwards; on failure the pair is
- * remembered as failed and never retried. */
+/* Enables from_ctx -> to_ctx for the shim, the current context restored.
+ * If that direction fails and no direction between the two is enabled, the
+ * opposite one is tried once. Failures are remembered per direction and
+ * never retried. Returns true when a direction is enabled afterwards. */
 bool peer_shim_enable(CUcontext from_ctx, int from_dev, CUcontext to_ctx, int to_dev);
 
 /* The program's cuCtxEnablePeerAccess / cuCtxDisablePeerAccess, through

@@ -63,14 +63,18 @@ struct route_decision route_decide(const struct route_input *in,
         return pass(ROUTE_APP_PEER);
     if (in->link.shim_enabled)
         return pass(ROUTE_ALREADY_UPGRADED);
+
+    enum route_reason stop = ROUTE_UPGRADED;
     if (!cfg->pair_allowed[s->device][d->device])
-        return pass(ROUTE_PAIR_EXCLUDED);
-    if (in->bytes < cfg->min_bytes)
-        return pass(ROUTE_BELOW_MIN_BYTES);
-    if (!in->link.can_access)
-        return pass(ROUTE_NO_PEER_CAPABILITY);
-    if (in->link.failed)
-        return pass(ROUTE_ENABLE_FAILED);
+        stop = ROUTE_PAIR_EXCLUDED;
+    else if (in->bytes < cfg->min_bytes)
+        stop = ROUTE_BELOW_MIN_BYTES;
+    else if (!in->link.can_access)
+        stop = ROUTE_NO_PEER_CAPABILITY;
+    else if (in->link.failed)
+        stop = ROUTE_ENABLE_FAILED;
+    if (stop != ROUTE_UPGRADED)
+        return pass(in->link.shim_any ? ROUTE_ALREADY_UPGRADED : stop);
 
     struct route_decision out = {ROUTE_ENABLE_THEN_PASS, ROUTE_UPGRADED,
                                  s->device, d->device};

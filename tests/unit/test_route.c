@@ -18,6 +18,7 @@ static int failures;
 #define APP 2
 #define SHIM 4
 #define FAILED 8
+#define SHIM_ANY 16 /* the shim enabled the opposite direction only */
 
 struct row {
     const char *what;
@@ -57,6 +58,10 @@ static const struct row rows[] = {
     {"at threshold", DEV(0), DEV(1), 1 << 20, -1, CAN, 2, ROUTE_ENABLE_THEN_PASS, ROUTE_UPGRADED, 0, 1},
     {"cannot peer", DEV(0), DEV(1), 64, -1, 0, 0, ROUTE_PASS, ROUTE_NO_PEER_CAPABILITY, -1, -1},
     {"failed before", DEV(0), DEV(1), 64, -1, CAN | FAILED, 0, ROUTE_PASS, ROUTE_ENABLE_FAILED, -1, -1},
+    {"needed direction failed, opposite enabled", DEV(0), DEV(1), 64, 0, CAN | FAILED | SHIM_ANY, 0, ROUTE_PASS, ROUTE_ALREADY_UPGRADED, -1, -1},
+    {"opposite enabled: enable the needed one too", DEV(0), DEV(1), 64, 1, CAN | SHIM_ANY, 0, ROUTE_ENABLE_THEN_PASS, ROUTE_UPGRADED, 1, 0},
+    {"excluded but opposite rides the link", DEV(0), DEV(1), 64, -1, CAN | SHIM_ANY, 3, ROUTE_PASS, ROUTE_ALREADY_UPGRADED, -1, -1},
+    {"below threshold, opposite enabled", DEV(0), DEV(1), 64, -1, CAN | SHIM_ANY, 2, ROUTE_PASS, ROUTE_ALREADY_UPGRADED, -1, -1},
     {"app enabled though cannot (trust the driver)", DEV(0), DEV(1), 64, -1, APP, 0, ROUTE_PASS, ROUTE_APP_PEER, -1, -1},
 };
 
@@ -90,6 +95,7 @@ int main(void)
         in.link.app_enabled = (r->link & APP) != 0;
         in.link.shim_enabled = (r->link & SHIM) != 0;
         in.link.failed = (r->link & FAILED) != 0;
+        in.link.shim_any = (r->link & (SHIM | SHIM_ANY)) != 0;
         struct route_decision d = route_decide(&in, &cfg);
         bool ok = d.action == r->action && d.reason == r->reason;
         if (ok && d.action == ROUTE_ENABLE_THEN_PASS)
