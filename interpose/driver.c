@@ -83,6 +83,8 @@ static void resolve_api(void)
         (CUresult(*)(CUstream, CUcontext *))driver_symbol("cuStreamGetCtx_ptsz");
     api.ctx_enable_peer =
         (CUresult(*)(CUcontext, unsigned int))driver_symbol("cuCtxEnablePeerAccess");
+    api.primary_ctx_get_state = (CUresult(*)(CUdevice, unsigned int *, int *))driver_symbol(
+        "cuDevicePrimaryCtxGetState");
     atomic_store_explicit(&api_ready, api.ctx_get_current != NULL,
                           memory_order_release);
 }

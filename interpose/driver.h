@@ -33,6 +33,7 @@ struct driver_api {
     CUresult (*stream_get_ctx)(CUstream stream, CUcontext *ctx);
     CUresult (*stream_get_ctx_ptsz)(CUstream stream, CUcontext *ctx);
     CUresult (*ctx_enable_peer)(CUcontext peer, unsigned int flags);
+    CUresult (*primary_ctx_get_state)(CUdevice dev, unsigned int *flags, int *active);
 };
 
 /* The driver functions, resolved on first call once a driver is loaded;

@@ -1,6 +1,7 @@
 /* Exported peer-state and context wrappers: the program's view of peer
  * access (peer.h) and the state dropped when a context goes away. */
 #include "copy.h"
+#include "driver.h"
 #include "hooks.h"
 #include "ownership.h"
 #include "peer.h"
@@ -59,6 +60,39 @@ P2PSHIM_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
     CUresult r = real(dev);
     if (r == CUDA_SUCCESS)
         forget_device((int)dev);
+    return r;
+}
+
+/* Releasing a primary context's last reference destroys it like a reset. */
+static void forget_if_inactive(CUdevice dev)
+{
+    const struct driver_api *d = driver_api();
+    unsigned int flags = 0;
+    int active = 1;
+    if (d->primary_ctx_get_state != NULL &&
+        d->primary_ctx_get_state(dev, &flags, &active) == CUDA_SUCCESS && !active)
+        forget_device((int)dev);
+}
+
+P2PSHIM_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
+{
+    pfn_cuDevicePrimaryCtxRelease real = REAL(cuDevicePrimaryCtxRelease);
+    if (real == NULL)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = real(dev);
+    if (r == CUDA_SUCCESS)
+        forget_if_inactive(dev);
+    return r;
+}
+
+P2PSHIM_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+    pfn_cuDevicePrimaryCtxRelease_v2 real = REAL(cuDevicePrimaryCtxRelease_v2);
+    if (real == NULL)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = real(dev);
+    if (r == CUDA_SUCCESS)
+        forget_if_inactive(dev);
     return r;
 }
 

@@ -1,0 +1,143 @@
+/* Item 5: dlsym is exact under the shim.
+ *
+ * pl_dup_symbol is defined in this program and in two libraries
+ * (libpl_dlsym_probe.so, then libpl_dlsym_dup.so). Lookups with
+ * RTLD_NEXT and RTLD_DEFAULT, made from the program and from code inside
+ * each library, and through handles, must give what they give without the
+ * shim: the shim's dlsym must not change whose "next" it is. dlerror must
+ * behave the same for missing names. The transcript (which object and
+ * which definition each lookup found, dlerror's text) is compared by
+ * compare.sh; in the shim run, hooked cu* names through a handle or
+ * RTLD_DEFAULT must come back as the shim's wrappers. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+const char *pl_dup_symbol(void);
+const char *pl_dup_symbol(void)
+{
+    return "main";
+}
+
+void *pl_probe_next(const char *name);
+void *pl_probe_default(const char *name);
+void *pl_dup_next(const char *name);
+void *pl_dup_default(const char *name);
+
+static int failures;
+
+static const char *object_of(const void *p)
+{
+    Dl_info i;
+    if (!p)
+        return "NULL";
+    if (!dladdr(p, &i) || !i.dli_fname)
+        return "?";
+    const char *b = strrchr(i.dli_fname, '/');
+    const char *name = b ? b + 1 : i.dli_fname;
+    /* the program itself: its path differs from build to build */
+    return *name ? (strstr(name, "pl_dlsym") == name ? "program" : name) : "program";
+}
+
+static void show(const char *label, void *p)
+{
+    const char *tag = "";
+    if (p && strstr(label, "pl_dup_symbol"))
+        tag = ((const char *(*)(void))p)();
+    printf("%s: %s %s\n", label, object_of(p), tag);
+}
+
+static void show_error(const char *label)
+{
+    const char *e = dlerror();
+    printf("%s: dlerror=%s\n", label, e ? e : "(none)");
+    e = dlerror();
+    printf("%s: dlerror again=%s\n", label, e ? e : "(none)");
+}
+
+static void expect_object(const char *label, void *p, const char *want)
+{
+    if (strcmp(object_of(p), want) != 0) {
+        fprintf(stderr, "FAIL: %s: found in %s, expected %s\n", label, object_of(p), want);
+        failures++;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return 2;
+    int shim = strcmp(argv[1], "shim") == 0;
+    dlerror();
+
+    show("main RTLD_DEFAULT pl_dup_symbol", dlsym(RTLD_DEFAULT, "pl_dup_symbol"));
+    show("main RTLD_NEXT pl_dup_symbol", dlsym(RTLD_NEXT, "pl_dup_symbol"));
+    show("probe RTLD_DEFAULT pl_dup_symbol", pl_probe_default("pl_dup_symbol"));
+    show("probe RTLD_NEXT pl_dup_symbol", pl_probe_next("pl_dup_symbol"));
+    show("dup RTLD_DEFAULT pl_dup_symbol", pl_dup_default("pl_dup_symbol"));
+    show("dup RTLD_NEXT pl_dup_symbol", pl_dup_next("pl_dup_symbol"));
+    show_error("dup RTLD_NEXT pl_dup_symbol");
+    show("probe RTLD_NEXT pl_probe_next", pl_probe_next("pl_probe_next"));
+    show("dup RTLD_NEXT pl_probe_next", pl_dup_next("pl_probe_next"));
+    show_error("dup RTLD_NEXT pl_probe_next");
+
+    /* names that are not cu*: untouched */
+    show("main RTLD_DEFAULT strlen", dlsym(RTLD_DEFAULT, "strlen"));
+    show("probe RTLD_NEXT printf", pl_probe_next("printf"));
+    show("main RTLD_DEFAULT dlopen", dlsym(RTLD_DEFAULT, "dlopen"));
+    show("main RTLD_NEXT dlerror", dlsym(RTLD_NEXT, "dlerror"));
+
+    /* missing names, dlerror */
+    show("main RTLD_DEFAULT missing", dlsym(RTLD_DEFAULT, "pl_no_such_symbol"));
+    show_error("main RTLD_DEFAULT missing");
+    show("probe RTLD_NEXT missing", pl_probe_next("pl_no_such_symbol"));
+    show_error("probe RTLD_NEXT missing");
+    show("main RTLD_DEFAULT cuNoSuchThing", dlsym(RTLD_DEFAULT, "cuNoSuchThing"));
+    show_error("main RTLD_DEFAULT cuNoSuchThing");
+
+    /* handles */
+    void *hd = dlopen("libpl_dlsym_dup.so", RTLD_NOW | RTLD_NOLOAD);
+    show("dup handle pl_dup_symbol", hd ? dlsym(hd, "pl_dup_symbol") : NULL);
+    show("dup handle cuMemcpyPeer", hd ? dlsym(hd, "cuMemcpyPeer") : NULL);
+    show_error("dup handle cuMemcpyPeer");
+    show("dup handle missing", hd ? dlsym(hd, "pl_no_such_symbol") : NULL);
+    show_error("dup handle missing");
+
+    /* the driver, loaded the way cudart loads it */
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+    if (!h) {
+        fprintf(stderr, "dlopen libcuda.so.1: %s\n", dlerror());
+        return 1;
+    }
+    show("probe RTLD_NEXT cuMemcpyPeer", pl_probe_next("cuMemcpyPeer"));
+    show("dup RTLD_NEXT cuCtxGetCurrent", pl_dup_next("cuCtxGetCurrent"));
+    show("driver handle cuCtxGetCurrent", dlsym(h, "cuCtxGetCurrent"));
+    show("driver handle cuNoSuchThing", dlsym(h, "cuNoSuchThing"));
+    show_error("driver handle cuNoSuchThing");
+    show("driver handle standin_calls", dlsym(h, "standin_calls"));
+    show_error("after a good lookup");
+
+    /* hooked names: the same answer by name; in the shim run, the shim's
+     * wrapper, and the driver's own through RTLD_NEXT from a library */
+    void *by_handle = dlsym(h, "cuMemcpyPeer");
+    void *by_default = dlsym(RTLD_DEFAULT, "cuMemcpyPeer");
+    Dl_info i;
+    printf("hooked by handle: %s\n",
+           by_handle && dladdr(by_handle, &i) && i.dli_sname ? i.dli_sname : "?");
+    show_error("hooked by handle");
+    printf("hooked by default: %s\n",
+           by_default && dladdr(by_default, &i) && i.dli_sname ? i.dli_sname : "?");
+    show_error("hooked by default");
+    const char *drv = "libcuda.so.1", *ours = shim ? "libp2pshim.so" : drv;
+    expect_object("dlsym(h, cuMemcpyPeer)", by_handle, ours);
+    expect_object("dlsym(RTLD_DEFAULT, cuMemcpyPeer_ptds)",
+                  dlsym(RTLD_DEFAULT, "cuMemcpyPeer_ptds"), ours);
+    expect_object("dlsym(h, cuMemcpyDtoH_v2)", dlsym(h, "cuMemcpyDtoH_v2"), ours);
+    expect_object("RTLD_NEXT cuMemcpyPeer from a library", pl_probe_next("cuMemcpyPeer"), drv);
+    if (shim && by_handle == dlsym(h, "cuMemcpyPeer_ptds")) {
+        fprintf(stderr, "FAIL: legacy and per-thread cuMemcpyPeer are one pointer\n");
+        failures++;
+    }
+    return failures ? 1 : 0;
+}

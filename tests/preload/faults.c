@@ -1,0 +1,271 @@
+/* Item 8: faults and topologies, with the shim. "faults shim SCENARIO";
+ * the STANDIN_* variables come from the test (CMakeLists.txt), and log.sh
+ * checks the shim's exit summary (P2PSHIM_LOG=info).
+ *
+ *   none       STANDIN_TOPOLOGY=none: all staged, no enable call
+ *   fail_one   STANDIN_FAIL_ENABLE=0:1: the shim falls back to 1->0, once
+ *   fail_both  STANDIN_FAIL_ENABLE=0:1,1:0: both fail, once; never retried
+ *   mesh8      8 devices, full: every ordered pair upgraded, one enable for
+ *              each (a copy enables the direction from its issuing device)
+ *   islands8   8 devices, two islands: across staged, within upgraded
+ *   max_peers  3 devices, STANDIN_MAX_PEERS=1: a third pair cannot enable
+ *   release    a primary context released to zero and retained again (all
+ *              its state, peer links included, gone in the driver, like a
+ *              reset): the next cross copy must be upgraded again
+ *   memkinds   pool (cuMemAllocAsync), mapped (cuMemCreate/cuMemMap) and
+ *              managed memory: passed through, never enabled for, bytes
+ *              right, peer only where the program granted access itself */
+#include <stdio.h>
+#include <string.h>
+
+#include "pl_common.h"
+
+#define N ((size_t)32 << 10)
+
+static struct pl_env env;
+static unsigned seed = 1;
+
+/* One cross copy of fresh buffers from device a to b, issued from a's
+ * context through API api; returns 1 when the stand-in counted it peer. */
+static int xcopy(int a, int b, int api)
+{
+    CUdeviceptr src = pl_alloc(env.ctx[a], N), dst = pl_alloc(env.ctx[b], N);
+    struct standin_stats s0, s1;
+    char label[64];
+    snprintf(label, sizeof label, "copy %d->%d api %d", a, b, api);
+    pl_fill(env.ctx[a], src, N, ++seed);
+    pl_set(env.ctx[b], dst, N, 0);
+    pl_use(env.ctx[a]);
+    pl_stats(&s0);
+    if (api == 0)
+        PL_OK(cuMemcpyPeer(dst, env.ctx[b], src, env.ctx[a], N));
+    else if (api == 1)
+        PL_OK(cuMemcpy(dst, src, N));
+    else
+        PL_OK(cuMemcpyAsync_ptsz(dst, src, N, NULL)), PL_OK(cuStreamSynchronize_ptsz(NULL));
+    pl_stats(&s1);
+    pl_verify(env.ctx[b], dst, N, seed, label);
+    pl_free(env.ctx[a], src);
+    pl_free(env.ctx[b], dst);
+    PL_EXPECT(s1.peer_copies + s1.staged_copies == s0.peer_copies + s0.staged_copies + 1,
+              "%s: not counted as one cross-GPU copy", label);
+    return s1.peer_copies > s0.peer_copies;
+}
+
+static uint64_t enable_calls(void)
+{
+    struct standin_stats s;
+    pl_stats(&s);
+    return s.peer_enable_calls;
+}
+
+static int enabled(int a, int b)
+{
+    return standin_peer_enabled(env.ctx[a], env.ctx[b]);
+}
+
+static void two_way(int want_peer, const char *why)
+{
+    for (int i = 0; i < 40; i++) {
+        int a = i % 2, b = 1 - a;
+        int peer = xcopy(a, b, i % 3);
+        PL_EXPECT(peer == want_peer, "%s: copy %d (%d->%d) %s", why, i, a, b,
+                  peer ? "peer" : "staged");
+    }
+}
+
+static void all_pairs(int islands)
+{
+    for (int a = 0; a < env.ndev; a++)
+        for (int b = 0; b < env.ndev; b++) {
+            if (a == b)
+                continue;
+            int can = !islands || (a < env.ndev / 2) == (b < env.ndev / 2);
+            int peer = xcopy(a, b, (a + b) % 3);
+            PL_EXPECT(peer == can, "pair %d->%d: %s", a, b, peer ? "peer" : "staged");
+        }
+}
+
+/* Pool, mapped and managed memory: never a reason for an enable. */
+static void memkinds(void)
+{
+    CUcontext c0 = env.ctx[0], c1 = env.ctx[1];
+    CUdeviceptr p0 = 0, p1 = 0, d1 = pl_alloc(c1, N);
+    uint64_t enables = enable_calls();
+    struct standin_stats s0, s1;
+
+    pl_use(c0);
+    PL_OK(cuMemAllocAsync(&p0, N, NULL));
+    PL_OK(cuStreamSynchronize(NULL));
+    pl_use(c1);
+    PL_OK(cuMemAllocAsync_ptsz(&p1, N, NULL));
+    PL_OK(cuStreamSynchronize_ptsz(NULL));
+    for (int round = 0; round < 2; round++) {
+        if (round == 1) { /* the program grants device 1 access to pool 0 */
+            CUmemoryPool pool0;
+            CUmemAccessDesc d;
+            memset(&d, 0, sizeof d);
+            d.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+            d.location.id = 1;
+            d.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+            PL_OK(cuDeviceGetDefaultMemPool(&pool0, 0));
+            PL_OK(cuMemPoolSetAccess(pool0, &d, 1));
+        }
+        pl_fill(c0, p0, N, ++seed);
+        pl_use(c0);
+        pl_stats(&s0);
+        PL_OK(cuMemcpyAsync(p1, p0, N, NULL));
+        PL_OK(cuStreamSynchronize(NULL));
+        pl_stats(&s1);
+        PL_EXPECT(s1.peer_copies - s0.peer_copies == (uint64_t)round,
+                  "pool round %d: peer %llu", round,
+                  (unsigned long long)(s1.peer_copies - s0.peer_copies));
+        pl_verify(c1, p1, N, seed, "pool -> pool");
+        pl_fill(c0, p0, N, ++seed);
+        pl_use(c0);
+        PL_OK(cuMemcpyPeer(d1, c1, p0, c0, N));
+        pl_verify(c1, d1, N, seed, "pool -> device");
+    }
+    PL_EXPECT(enable_calls() == enables, "pool memory caused an enable call");
+
+    /* mapped memory on both devices */
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    size_t gran = 0;
+    PL_OK(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    if (gran < N)
+        gran = (N + gran - 1) / gran * gran;
+    CUmemGenericAllocationHandle h[2];
+    CUdeviceptr va[2] = {0, 0};
+    for (int d = 0; d < 2; d++) {
+        CUmemAccessDesc acc;
+        memset(&acc, 0, sizeof acc);
+        prop.location.id = d;
+        acc.location = prop.location;
+        acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+        pl_use(env.ctx[d]);
+        PL_OK(cuMemCreate(&h[d], gran, &prop, 0));
+        PL_OK(cuMemAddressReserve(&va[d], gran, 0, 0, 0));
+        PL_OK(cuMemMap(va[d], gran, 0, h[d], 0));
+        PL_OK(cuMemSetAccess(va[d], gran, &acc, 1));
+    }
+    for (int round = 0; round < 2; round++) {
+        if (round == 1) {
+            CUmemAccessDesc acc[2];
+            memset(acc, 0, sizeof acc);
+            for (int d = 0; d < 2; d++) {
+                acc[d].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+                acc[d].location.id = d;
+                acc[d].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+            }
+            PL_OK(cuMemSetAccess(va[0], gran, acc, 2));
+        }
+        pl_fill(c0, va[0], N, ++seed);
+        pl_use(c0);
+        pl_stats(&s0);
+        PL_OK(cuMemcpyDtoD_v2(va[1], va[0], N));
+        pl_stats(&s1);
+        PL_EXPECT(s1.peer_copies - s0.peer_copies == (uint64_t)round,
+                  "mapped round %d: peer %llu", round,
+                  (unsigned long long)(s1.peer_copies - s0.peer_copies));
+        pl_verify(c1, va[1], N, seed, "mapped -> mapped");
+        pl_fill(c0, va[0], N, ++seed);
+        pl_use(c0);
+        PL_OK(cuMemcpy(d1, va[0], N));
+        pl_verify(c1, d1, N, seed, "mapped -> device");
+    }
+    PL_EXPECT(enable_calls() == enables, "mapped memory caused an enable call");
+
+    /* managed memory to device 1 */
+    CUdeviceptr m = 0;
+    pl_use(c0);
+    PL_OK(cuMemAllocManaged(&m, N, CU_MEM_ATTACH_GLOBAL));
+    pl_fill(c0, m, N, ++seed);
+    PL_OK(cuMemcpy(d1, m, N));
+    pl_verify(c1, d1, N, seed, "managed -> device");
+    PL_EXPECT(enable_calls() == enables, "managed memory caused an enable call");
+
+    for (int d = 0; d < 2; d++) {
+        pl_use(env.ctx[d]);
+        PL_OK(cuMemUnmap(va[d], gran));
+        PL_OK(cuMemRelease(h[d]));
+        PL_OK(cuMemAddressFree(va[d], gran));
+    }
+    pl_use(c0);
+    PL_OK(cuMemFreeAsync(p0, NULL));
+    PL_OK(cuMemFree_v2(m));
+    pl_use(c1);
+    PL_OK(cuMemFreeAsync(p1, NULL));
+    PL_OK(cuStreamSynchronize(NULL));
+    pl_free(c1, d1);
+    /* and an ordinary copy is still upgraded */
+    PL_EXPECT(xcopy(0, 1, 0) == 1, "an ordinary copy after them was not upgraded");
+}
+
+int main(int argc, char **argv)
+{
+    pl_want_shim(argc, argv);
+    const char *sc = argc > 2 ? argv[2] : "";
+    pl_init(&env);
+    if (strcmp(sc, "none") == 0) {
+        two_way(0, "topology none");
+        PL_EXPECT(enable_calls() == 0, "%llu enable calls without capability",
+                  (unsigned long long)enable_calls());
+    } else if (strcmp(sc, "fail_one") == 0) {
+        two_way(1, "0->1 fails, 1->0 serves");
+        PL_EXPECT(enable_calls() == 2, "%llu enable calls, expected 2 (0->1 failed, 1->0)",
+                  (unsigned long long)enable_calls());
+        PL_EXPECT(enabled(1, 0) && !enabled(0, 1), "driver state 0->1 %d, 1->0 %d",
+                  enabled(0, 1), enabled(1, 0));
+    } else if (strcmp(sc, "fail_both") == 0) {
+        two_way(0, "both directions fail");
+        PL_EXPECT(enable_calls() == 2, "%llu enable calls over 40 copies, expected 2",
+                  (unsigned long long)enable_calls());
+    } else if (strcmp(sc, "mesh8") == 0 || strcmp(sc, "islands8") == 0) {
+        int islands = sc[0] == 'i';
+        PL_EXPECT(env.ndev == 8, "needs STANDIN_DEVICES=8");
+        all_pairs(islands);
+        struct standin_stats s;
+        pl_stats(&s);
+        uint64_t want = islands ? 24 : 56; /* ordered pairs that can peer */
+        PL_EXPECT(s.peer_enable_calls == want && s.peer_enable_ok == want,
+                  "%llu enable calls (%llu ok), expected %llu",
+                  (unsigned long long)s.peer_enable_calls, (unsigned long long)s.peer_enable_ok,
+                  (unsigned long long)want);
+    } else if (strcmp(sc, "max_peers") == 0) {
+        PL_EXPECT(env.ndev == 3, "needs STANDIN_DEVICES=3");
+        PL_EXPECT(xcopy(0, 1, 0) == 1, "0->1 not upgraded");
+        PL_EXPECT(xcopy(2, 1, 1) == 1, "2->1 not upgraded");
+        PL_EXPECT(xcopy(1, 0, 2) == 1, "1->0 not upgraded");
+        PL_EXPECT(enabled(1, 0), "1->0 (issued from 1, whose one peer is free) not enabled");
+        for (int i = 0; i < 10; i++) {
+            PL_EXPECT(xcopy(0, 2, i % 3) == 0, "0->2 peer past the peer limit");
+            PL_EXPECT(xcopy(2, 0, i % 3) == 0, "2->0 peer past the peer limit");
+        }
+        /* 0->1, 2->1, 1->0, then 0->2 and 2->0 refused once each */
+        PL_EXPECT(enable_calls() == 5, "%llu enable calls, expected 5 (never retried)",
+                  (unsigned long long)enable_calls());
+    } else if (strcmp(sc, "release") == 0) {
+        PL_EXPECT(xcopy(0, 1, 0) == 1, "first 0->1 not upgraded");
+        PL_EXPECT(enabled(0, 1), "0->1 not enabled");
+        /* pl_init retained every primary context once: release to zero */
+        pl_use(NULL);
+        PL_OK(cuDevicePrimaryCtxRelease_v2(1));
+        PL_EXPECT(!enabled(0, 1) && !enabled(1, 0), "a link survived the release");
+        CUcontext again = NULL;
+        PL_OK(cuDevicePrimaryCtxRetain(&again, 1));
+        env.ctx[1] = again;
+        for (int i = 0; i < 4; i++)
+            PL_EXPECT(xcopy(i % 2, 1 - i % 2, i % 3) == 1,
+                      "copy %d after release and retain not upgraded", i);
+        PL_EXPECT(enabled(0, 1) || enabled(1, 0), "no link after release and retain");
+    } else if (strcmp(sc, "memkinds") == 0) {
+        memkinds();
+    } else {
+        fprintf(stderr, "faults: unknown scenario '%s'\n", sc);
+        return 2;
+    }
+    return pl_finish(sc);
+}

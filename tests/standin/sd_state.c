@@ -1,0 +1,433 @@
+/* Global state of the stand-in: the lock, the named counters, the
+ * configuration, set-up and tear-down, the per-thread context stack, and
+ * context bookkeeping shared by the other files. */
+#include "sd_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct sd_state sd = {.generation = 1};
+pthread_mutex_t sd_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* ------------------------------------------------------------------ */
+/* Named counters: open addressing over strdup'ed names, doubled at half
+ * load. Two tables: calls (per exported function) and lookups (per
+ * symbol asked of cuGetProcAddress). */
+
+struct sd_ctr { char *name; uint64_t n; };
+static struct { struct sd_ctr *slot; size_t cap, used; } ctr[2];
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;   /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static struct sd_ctr *ctr_find(int t, const char *name, int create)
+{
+    if (ctr[t].cap == 0) {
+        if (!create)
+            return NULL;
+        ctr[t].cap = 512;
+        ctr[t].slot = calloc(ctr[t].cap, sizeof *ctr[t].slot);
+        if (!ctr[t].slot) {
+            ctr[t].cap = 0;
+            return NULL;
+        }
+    }
+    if (create && 2 * (ctr[t].used + 1) > ctr[t].cap) {
+        size_t ncap = 2 * ctr[t].cap;
+        struct sd_ctr *ns = calloc(ncap, sizeof *ns);
+        if (!ns)
+            return NULL;
+        for (size_t i = 0; i < ctr[t].cap; i++) {
+            if (!ctr[t].slot[i].name)
+                continue;
+            size_t j = hash_str(ctr[t].slot[i].name) & (ncap - 1);
+            while (ns[j].name)
+                j = (j + 1) & (ncap - 1);
+            ns[j] = ctr[t].slot[i];
+        }
+        free(ctr[t].slot);
+        ctr[t].slot = ns;
+        ctr[t].cap = ncap;
+    }
+    size_t i = hash_str(name) & (ctr[t].cap - 1);
+    while (ctr[t].slot[i].name) {
+        if (strcmp(ctr[t].slot[i].name, name) == 0)
+            return &ctr[t].slot[i];
+        i = (i + 1) & (ctr[t].cap - 1);
+    }
+    if (!create)
+        return NULL;
+    ctr[t].slot[i].name = strdup(name);
+    if (!ctr[t].slot[i].name)
+        return NULL;
+    ctr[t].used++;
+    return &ctr[t].slot[i];
+}
+
+void sd_count(int table, const char *name)
+{
+    struct sd_ctr *c = ctr_find(table, name, 1);
+    if (c)
+        c->n++;
+}
+
+uint64_t sd_counter(int table, const char *name)
+{
+    struct sd_ctr *c = ctr_find(table, name, 0);
+    return c ? c->n : 0;
+}
+
+void sd_counters_clear(void)
+{
+    for (int t = 0; t < 2; t++)
+        for (size_t i = 0; i < ctr[t].cap; i++)
+            ctr[t].slot[i].n = 0;
+}
+
+CUresult sd_enter(const char *fn, int need_init)
+{
+    pthread_mutex_lock(&sd_mu);
+    sd_count(SD_COUNT_CALLS, fn);
+    if (need_init && !sd.initialized)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    return CUDA_SUCCESS;
+}
+
+CUresult sd_leave(CUresult r)
+{
+    pthread_mutex_unlock(&sd_mu);
+    return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* Configuration. A bad value warns on stderr and keeps the default. */
+
+static void warn(const char *var, const char *val)
+{
+    fprintf(stderr, "standin: ignoring %s=%s (bad value), using the default\n", var, val);
+}
+
+static long env_long(const char *var, long def, long lo, long hi)
+{
+    const char *s = getenv(var);
+    if (!s || !*s)
+        return def;
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*end || v < lo || v > hi) {
+        warn(var, s);
+        return def;
+    }
+    return v;
+}
+
+static int parse_matrix(const char *s, int n, unsigned char can[SD_MAX_DEV][SD_MAX_DEV])
+{
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < n; j++) {
+            if (s[j] != '0' && s[j] != '1')
+                return 0;
+            can[i][j] = (unsigned char)(s[j] == '1' && i != j);
+        }
+        s += n;
+        if (i + 1 < n) {
+            if (*s != ',')
+                return 0;
+            s++;
+        }
+    }
+    return *s == '\0';
+}
+
+void sd_read_config(struct sd_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    int n = cfg->ndev = (int)env_long("STANDIN_DEVICES", 2, 1, SD_MAX_DEV);
+    cfg->max_peers = (int)env_long("STANDIN_MAX_PEERS", 8, 0, 1 << 20);
+    cfg->arena_bytes = (size_t)env_long("STANDIN_ARENA_MB", 256, 1, 16384) << 20;
+
+    const char *t = getenv("STANDIN_TOPOLOGY");
+    int ok = 1;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++)
+            cfg->can[i][j] = (unsigned char)(i != j);   /* full */
+    if (t && *t && strcmp(t, "full") != 0) {
+        if (strcmp(t, "none") == 0) {
+            memset(cfg->can, 0, sizeof cfg->can);
+        } else if (strcmp(t, "islands") == 0) {
+            for (int i = 0; i < n; i++)
+                for (int j = 0; j < n; j++)
+                    cfg->can[i][j] = (unsigned char)(i != j && (i < n / 2) == (j < n / 2));
+        } else if (strncmp(t, "matrix:", 7) == 0) {
+            unsigned char m[SD_MAX_DEV][SD_MAX_DEV] = {{0}};
+            ok = parse_matrix(t + 7, n, m);
+            if (ok)
+                memcpy(cfg->can, m, sizeof m);
+        } else {
+            ok = 0;
+        }
+    }
+    if (!ok)
+        warn("STANDIN_TOPOLOGY", t);
+
+    const char *f = getenv("STANDIN_FAIL_ENABLE");
+    if (f && *f) {
+        const char *p = f;
+        while (*p) {
+            char *end;
+            long a = strtol(p, &end, 10);
+            if (end == p || *end != ':') { warn("STANDIN_FAIL_ENABLE", f); break; }
+            p = end + 1;
+            long b = strtol(p, &end, 10);
+            if (end == p || (*end && *end != ',')) { warn("STANDIN_FAIL_ENABLE", f); break; }
+            if (a >= 0 && a < n && b >= 0 && b < n)
+                cfg->fail[a][b] = 1;
+            p = *end ? end + 1 : end;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Per-thread current-context stack. Stamped with the generation, so a
+ * reload empties every thread's stack without touching other threads. */
+
+#define SD_STACK_MAX 64
+static _Thread_local struct {
+    uint64_t gen;
+    int n;
+    struct CUctx_st *stk[SD_STACK_MAX];
+} tls;
+static _Thread_local uint64_t tls_key;
+static uint64_t next_thread_key;
+
+static void tls_check(void)
+{
+    if (tls.gen != sd.generation) {
+        tls.gen = sd.generation;
+        tls.n = 0;
+    }
+}
+
+uint64_t sd_thread_key(void)
+{
+    if (!tls_key)
+        tls_key = ++next_thread_key;
+    return tls_key;
+}
+
+struct CUctx_st *sd_current_raw(void)
+{
+    tls_check();
+    return tls.n ? tls.stk[tls.n - 1] : NULL;
+}
+
+CUresult sd_current(struct CUctx_st **out)
+{
+    struct CUctx_st *c = sd_current_raw();
+    *out = c;
+    if (!c)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (!c->alive)
+        return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    return CUDA_SUCCESS;
+}
+
+/* Stack operations for sd_context.c. */
+int sd_tls_push(struct CUctx_st *c)
+{
+    tls_check();
+    if (tls.n == SD_STACK_MAX)
+        return 0;
+    tls.stk[tls.n++] = c;
+    return 1;
+}
+
+struct CUctx_st *sd_tls_pop(void)
+{
+    tls_check();
+    return tls.n ? tls.stk[--tls.n] : NULL;
+}
+
+void sd_tls_set_top(struct CUctx_st *c)
+{
+    tls_check();
+    if (tls.n == 0) {
+        if (c)
+            tls.stk[tls.n++] = c;
+    } else if (c) {
+        tls.stk[tls.n - 1] = c;
+    } else {
+        tls.n--;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Contexts. */
+
+int sd_valid_dev(CUdevice d)
+{
+    return d >= 0 && d < sd.cfg.ndev;
+}
+
+int sd_ctx_live(struct CUctx_st *c)
+{
+    if (!c)
+        return 0;
+    for (struct CUctx_st *x = sd.ctxs; x; x = x->next_all)
+        if (x == c)
+            return x->alive;
+    return 0;
+}
+
+static int has_peer(struct CUctx_st *from, struct CUctx_st *to)
+{
+    for (int i = 0; i < from->npeers; i++)
+        if (from->peers[i] == to)
+            return 1;
+    return 0;
+}
+
+int sd_peer_either(struct CUctx_st *a, struct CUctx_st *b)
+{
+    return a && b && (has_peer(a, b) || has_peer(b, a));
+}
+
+int sd_dev_has_peer_to(int dev, struct CUctx_st *c)
+{
+    for (struct CUctx_st *x = sd.ctxs; x; x = x->next_all)
+        if (x->alive && x->dev == dev && c && has_peer(x, c))
+            return 1;
+    return 0;
+}
+
+/* Peer lists, for sd_context.c and the control API. */
+int sd_peer_has(struct CUctx_st *from, struct CUctx_st *to)
+{
+    return has_peer(from, to);
+}
+
+int sd_peer_add(struct CUctx_st *from, struct CUctx_st *to)
+{
+    if (from->npeers == from->cap_peers) {
+        int ncap = from->cap_peers ? 2 * from->cap_peers : 8;
+        struct CUctx_st **np = realloc(from->peers, (size_t)ncap * sizeof *np);
+        if (!np)
+            return 0;
+        from->peers = np;
+        from->cap_peers = ncap;
+    }
+    from->peers[from->npeers++] = to;
+    return 1;
+}
+
+void sd_peer_remove(struct CUctx_st *from, struct CUctx_st *to)
+{
+    for (int i = 0; i < from->npeers; i++)
+        if (from->peers[i] == to) {
+            from->peers[i] = from->peers[--from->npeers];
+            return;
+        }
+}
+
+struct CUctx_st *sd_ctx_new(int dev, int primary)
+{
+    struct CUctx_st *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->id = ++sd.next_id;
+    c->dev = dev;
+    c->primary = primary;
+    c->legacy = sd_stream_new(c, SD_STREAM_LEGACY, 0, 0);
+    if (!c->legacy) {
+        free(c);
+        return NULL;
+    }
+    c->next_all = sd.ctxs;
+    sd.ctxs = c;
+    return c;
+}
+
+void sd_ctx_clear(struct CUctx_st *c)
+{
+    /* Pending work first: it may read or write what is about to go. */
+    sd_flush_all();
+    sd_streams_drop_ctx(c);
+    for (struct CUevent_st **pe = &sd.events; *pe;) {
+        if ((*pe)->ctx == c) {
+            struct CUevent_st *e = *pe;
+            *pe = e->next;
+            free(e);
+        } else {
+            pe = &(*pe)->next;
+        }
+    }
+    sd_free_ctx_allocs(c);
+    c->npeers = 0;
+    for (struct CUctx_st *x = sd.ctxs; x; x = x->next_all)
+        sd_peer_remove(x, c);
+}
+
+/* ------------------------------------------------------------------ */
+/* Set-up after cuInit (or a reload of an initialised driver), and the
+ * tear-down of everything. */
+
+void sd_setup(void)
+{
+    sd_arenas_map();
+    sd_vmm_init();
+    for (int d = 0; d < sd.cfg.ndev; d++) {
+        sd.primary[d] = sd_ctx_new(d, 1);
+        sd.default_pool[d] = sd_pool_new(d, 1);
+        if (!sd.primary[d] || !sd.default_pool[d]) {
+            fprintf(stderr, "standin: out of memory at set-up\n");
+            abort();
+        }
+    }
+}
+
+void sd_teardown_all(void)
+{
+    while (sd.streams)
+        sd_stream_free(sd.streams);
+    while (sd.events) {
+        struct CUevent_st *e = sd.events;
+        sd.events = e->next;
+        free(e);
+    }
+    sd_vmm_fini();
+    sd_free_all_allocs();
+    sd_pools_free();
+    while (sd.ctxs) {
+        struct CUctx_st *c = sd.ctxs;
+        sd.ctxs = c->next_all;
+        free(c->peers);
+        free(c);
+    }
+    sd_arenas_unmap();
+    memset(sd.primary, 0, sizeof sd.primary);
+    memset(sd.default_pool, 0, sizeof sd.default_pool);
+    memset(sd.vmm_bytes, 0, sizeof sd.vmm_bytes);
+    sd.pending = 0;
+    sd.generation++;
+}
+
+/* Frees everything at unload, so that leak checkers see a clean exit. */
+__attribute__((destructor)) static void sd_fini(void)
+{
+    pthread_mutex_lock(&sd_mu);
+    sd_teardown_all();
+    for (int t = 0; t < 2; t++) {
+        for (size_t i = 0; i < ctr[t].cap; i++)
+            free(ctr[t].slot[i].name);
+        free(ctr[t].slot);
+        ctr[t].slot = NULL;
+        ctr[t].cap = ctr[t].used = 0;
+    }
+    pthread_mutex_unlock(&sd_mu);
+}
