@@ -611,3 +611,15 @@ bool ownership_handle_remove(uint64_t handle)
     free(h);
     return found;
 }
+
+void ownership_fork_prepare(void)
+{
+    pthread_mutex_lock(&handle_lock);
+    pthread_rwlock_wrlock(&table_lock);
+}
+
+void ownership_fork_release(void)
+{
+    pthread_rwlock_unlock(&table_lock);
+    pthread_mutex_unlock(&handle_lock);
+}

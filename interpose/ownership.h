@@ -74,4 +74,9 @@ bool ownership_handle_add(uint64_t handle, int device);
 bool ownership_handle_lookup(uint64_t handle, int *device);
 bool ownership_handle_remove(uint64_t handle);
 
+/* pthread_atfork handlers: hold every lock across fork so a child never
+ * inherits one held by a thread that does not exist there. */
+void ownership_fork_prepare(void);
+void ownership_fork_release(void);
+
 #endif

@@ -279,3 +279,15 @@ void peer_forget_ctx(CUcontext ctx)
 {
     forget_if(match_ctx, &ctx);
 }
+
+void peer_fork_prepare(void)
+{
+    pthread_mutex_lock(&enable_lock);
+    pthread_mutex_lock(&state_lock);
+}
+
+void peer_fork_release(void)
+{
+    pthread_mutex_unlock(&state_lock);
+    pthread_mutex_unlock(&enable_lock);
+}

@@ -38,4 +38,8 @@ CUresult peer_app_disable(CUcontext peer, CUresult (*real)(CUcontext));
 void peer_forget_device(int dev);
 void peer_forget_ctx(CUcontext ctx);
 
+/* pthread_atfork handlers (as ownership_fork_*). */
+void peer_fork_prepare(void);
+void peer_fork_release(void);
+
 #endif

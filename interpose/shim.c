@@ -5,6 +5,8 @@
 #include <stdlib.h>
 
 #include "log.h"
+#include "ownership.h"
+#include "peer.h"
 #include "stats.h"
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -16,15 +18,27 @@ static void dump_line(const char *line)
     log_line(line);
 }
 
+static void fork_prepare(void)
+{
+    peer_fork_prepare();
+    ownership_fork_prepare();
+}
+
+static void fork_release(void)
+{
+    ownership_fork_release();
+    peer_fork_release();
+}
+
 static void init_once_body(void)
 {
-    config = config_get();
-    log_open(config);
+    config = config_get(); /* also opens the log (log.h) */
     if (config->dump_config)
         config_dump(config, dump_line);
     LOG_DEBUG("loaded (mode %s)",
               config->mode == P2PSHIM_MODE_OFF ? "off" : "upgrade");
     atexit(stats_report);
+    pthread_atfork(fork_prepare, fork_release, fork_release);
 }
 
 void shim_init(void)
