@@ -40,6 +40,7 @@ static const char known_list[] =
 static const char *const mode_names[] = {
     [P2PSHIM_MODE_UPGRADE] = "upgrade",
     [P2PSHIM_MODE_OFF] = "off",
+    [P2PSHIM_MODE_OBSERVE] = "observe",
 };
 
 static const char *const level_names[] = {
@@ -58,6 +59,8 @@ void config_set_defaults(struct p2pshim_config *cfg)
     cfg->log_file[0] = '\0';
     cfg->dump_config = false;
     memset(cfg->pair_allowed, 1, sizeof cfg->pair_allowed);
+    cfg->cupti = -1;
+    cfg->record_limit = 262144; /* 16 MiB of records */
 }
 
 /* ---- warnings ---------------------------------------------------------- */
@@ -334,14 +337,16 @@ static void set_var(struct p2pshim_config *cfg, enum var_id id,
     if (value[0] == '\0') {
         if (id == VAR_P2PSHIM_LOG_FILE)
             cfg->log_file[0] = '\0';
+        if (id == VAR_P2PSHIM_RUN_LOG)
+            cfg->run_log[0] = '\0';
         return;
     }
 
     switch (id) {
     case VAR_P2PSHIM_MODE: {
-        int m = parse_name(value, mode_names, 2);
+        int m = parse_name(value, mode_names, 3);
         if (m < 0)
-            warnf(w, "%s=\"%s\": not a mode (upgrade or off); keeping %s",
+            warnf(w, "%s=\"%s\": not a mode (upgrade, observe or off); keeping %s",
                   name, quote(value, SIZE_MAX, q), mode_names[cfg->mode]);
         else
             cfg->mode = (enum p2pshim_mode)m;
@@ -386,6 +391,41 @@ static void set_var(struct p2pshim_config *cfg, enum var_id id,
                   "%s=\"%s\": not a switch (1/0, yes/no, true/false, on/off); "
                   "keeping %d",
                   name, quote(value, SIZE_MAX, q), cfg->dump_config);
+        break;
+    case VAR_P2PSHIM_RUN_LOG:
+        if (!expand_log_file(value, cfg->run_log, sizeof cfg->run_log)) {
+            cfg->run_log[0] = '\0';
+            warnf(w, "%s=\"%s\": longer than %zu bytes once %%p is expanded; "
+                  "writing no run log",
+                  name, quote(value, SIZE_MAX, q), sizeof cfg->run_log - 1);
+        }
+        break;
+    case VAR_P2PSHIM_CUPTI: {
+        bool on = false;
+        if (!parse_switch(value, &on))
+            warnf(w,
+                  "%s=\"%s\": not a switch (1/0, yes/no, true/false, on/off); "
+                  "keeping the default (on in observe mode)",
+                  name, quote(value, SIZE_MAX, q));
+        else
+            cfg->cupti = on;
+        break;
+    }
+    case VAR_P2PSHIM_RECORD_LIMIT: {
+        size_t n = 0;
+        if (!config_parse_bytes(value, &n) || n == 0)
+            warnf(w, "%s=\"%s\": not a positive count (K/M/G allowed); keeping %zu",
+                  name, quote(value, SIZE_MAX, q), cfg->record_limit);
+        else
+            cfg->record_limit = n;
+        break;
+    }
+    case VAR_P2PSHIM_TOPO_FILE:
+        if (strlen(value) >= sizeof cfg->topo_file)
+            warnf(w, "%s=\"%s\": longer than %zu bytes; keeping the default",
+                  name, quote(value, SIZE_MAX, q), sizeof cfg->topo_file - 1);
+        else
+            snprintf(cfg->topo_file, sizeof cfg->topo_file, "%s", value);
         break;
     case VAR_COUNT:
         break;
@@ -561,6 +601,19 @@ void config_dump(const struct p2pshim_config *cfg,
             break;
         case VAR_P2PSHIM_DUMP_CONFIG:
             put(&o, "%d", cfg->dump_config);
+            break;
+        case VAR_P2PSHIM_RUN_LOG:
+            for (const char *p = cfg->run_log; *p; p++)
+                put(&o, *p == '%' ? "%%%%" : "%c", *p);
+            break;
+        case VAR_P2PSHIM_CUPTI:
+            put(&o, "%s", cfg->cupti < 0 ? "" : cfg->cupti ? "1" : "0");
+            break;
+        case VAR_P2PSHIM_RECORD_LIMIT:
+            put(&o, "%zu", cfg->record_limit);
+            break;
+        case VAR_P2PSHIM_TOPO_FILE:
+            put(&o, "%s", cfg->topo_file);
             break;
         case VAR_COUNT:
             break;

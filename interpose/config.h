@@ -10,18 +10,28 @@
 
 /* The one list of variables: X(ENV_NAME, what it sets). */
 #define P2PSHIM_CONFIG_VARS(X)                                                \
-    X(P2PSHIM_MODE, "upgrade (default) or off")                              \
+    X(P2PSHIM_MODE, "upgrade (default), observe or off")                     \
     X(P2PSHIM_PAIRS, "device pairs to upgrade or exclude, e.g. 0-1,!2:3")    \
     X(P2PSHIM_MIN_BYTES, "smallest copy to upgrade; K/M/G suffixes (KiB)")   \
     X(P2PSHIM_LOG, "error, warn (default), info or debug")                   \
     X(P2PSHIM_LOG_FILE, "log file instead of stderr; %p is the pid")         \
-    X(P2PSHIM_DUMP_CONFIG, "1: print the effective configuration at start")
+    X(P2PSHIM_DUMP_CONFIG, "1: print the effective configuration at start")   \
+    X(P2PSHIM_RUN_LOG, "run log (JSON Lines, docs/LOG_FORMAT.md); %p is the pid") \
+    X(P2PSHIM_CUPTI, "1/0: join CUPTI activity to decisions (default: observe)") \
+    X(P2PSHIM_RECORD_LIMIT, "decision records buffered before drops")        \
+    X(P2PSHIM_TOPO_FILE, "bandwidth table of p2pshim topo --measure")
 
 /* Devices the pair filter and the statistics can name. Devices at or past
  * this ordinal are never upgraded (reason "device ordinal too large"). */
 #define P2PSHIM_MAX_DEVICES 32
 
-enum p2pshim_mode { P2PSHIM_MODE_UPGRADE = 0, P2PSHIM_MODE_OFF = 1 };
+/* observe: change nothing the program sees or does; record what upgrade
+ * would do. */
+enum p2pshim_mode {
+    P2PSHIM_MODE_UPGRADE = 0,
+    P2PSHIM_MODE_OFF = 1,
+    P2PSHIM_MODE_OBSERVE = 2,
+};
 
 enum p2pshim_log_level {
     P2PSHIM_LOG_ERROR = 0,
@@ -36,6 +46,10 @@ struct p2pshim_config {
     size_t min_bytes;             /* copies smaller than this pass through */
     char log_file[512];           /* "" = stderr; %p already expanded */
     bool dump_config;
+    char run_log[512];            /* "" = no run log; %p already expanded */
+    int cupti;                    /* 1 on, 0 off, -1 auto (on in observe) */
+    size_t record_limit;          /* decisions buffered at most */
+    char topo_file[512];          /* "" = the default cache location */
     /* pair_allowed[src][dst]: whether a copy from device src to device dst
      * may be upgraded. All true unless P2PSHIM_PAIRS says otherwise. */
     bool pair_allowed[P2PSHIM_MAX_DEVICES][P2PSHIM_MAX_DEVICES];

@@ -1,8 +1,21 @@
+#define _GNU_SOURCE
 #include "copy.h"
 
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <nvtx3/nvToolsExt.h>
+
+#include "cupti_join.h"
 #include "driver.h"
+#include "hooks.h"
 #include "log.h"
 #include "peer.h"
+#include "record.h"
 #include "resolve.h"
 #include "route.h"
 #include "shim.h"
@@ -21,6 +34,72 @@ void shim_end(void)
 {
     shim_guard_leave();
 }
+
+/* ---- observability helpers -------------------------------------------- */
+
+static _Thread_local uint32_t cached_tid;
+
+static void forget_tid(void)
+{
+    cached_tid = 0; /* runs in the one thread a fork child has */
+}
+
+static uint32_t this_tid(void)
+{
+    if (cached_tid == 0)
+        cached_tid = (uint32_t)syscall(SYS_gettid);
+    return cached_tid;
+}
+
+/* NVTX costs nothing when no tool is attached (no injection library named
+ * in the environment): then the shim does not even format the message. */
+static pthread_once_t nvtx_once = PTHREAD_ONCE_INIT;
+static nvtxDomainHandle_t nvtx_domain;
+static bool nvtx_on;
+
+static void nvtx_init(void)
+{
+    pthread_atfork(NULL, NULL, forget_tid);
+    nvtx_on = getenv("NVTX_INJECTION64_PATH") != NULL;
+    if (nvtx_on)
+        nvtx_domain = nvtxDomainCreateA("p2pshim");
+}
+
+static void nvtx_message(bool range, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void nvtx_message(bool range, const char *fmt, ...)
+{
+    char text[128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    nvtxEventAttributes_t a = {0};
+    a.version = NVTX_VERSION;
+    a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+    a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+    a.message.ascii = text;
+    if (range)
+        nvtxDomainRangePushEx(nvtx_domain, &a);
+    else
+        nvtxDomainMarkEx(nvtx_domain, &a);
+}
+
+void copy_call_begin(const struct copy_call *call)
+{
+    if (call->correlation != 0)
+        cupti_push(call->correlation);
+}
+
+void copy_call_end(const struct copy_call *call)
+{
+    if (call->correlation != 0)
+        cupti_pop();
+    if (call->nvtx_range)
+        nvtxDomainRangePop(nvtx_domain);
+}
+
+/* ---- one copy ----------------------------------------------------------- */
 
 /* One end: its owner, and the context that owns it (the Peer APIs name it;
  * otherwise the allocation's). */
@@ -50,12 +129,12 @@ static void host_end(struct end *e)
     e->ctx = NULL;
 }
 
-/* The device whose context issues a copy on stream, or -1. Asked for
- * cross-GPU copies only (a driver call or two). */
-static int exec_device(CUstream stream, bool per_thread, const struct end *src,
+/* The device whose context issues a copy, or -1. Asked for cross-GPU
+ * copies only (a driver call or two). */
+static int exec_device(const struct copy_call *call, const struct end *src,
                        const struct end *dst)
 {
-    CUcontext ctx = driver_stream_ctx(stream, per_thread);
+    CUcontext ctx = driver_stream_ctx(call->stream, call->per_thread);
     if (ctx == NULL)
         return -1;
     if (ctx == src->ctx)
@@ -65,8 +144,50 @@ static int exec_device(CUstream stream, bool per_thread, const struct end *src,
     return driver_ctx_device(ctx);
 }
 
-static void decide_and_act(struct end *src, struct end *dst, size_t bytes,
-                           CUstream stream, bool per_thread)
+static uint8_t record_kind_of(const struct route_end *e)
+{
+    static const uint8_t map[MEM_KIND_COUNT] = {
+        [MEM_KIND_DEVICE] = RECORD_KIND_DEVICE,   [MEM_KIND_POOL] = RECORD_KIND_POOL,
+        [MEM_KIND_VMM] = RECORD_KIND_MAPPED,      [MEM_KIND_MANAGED] = RECORD_KIND_MANAGED,
+        [MEM_KIND_HOST_PINNED] = RECORD_KIND_PINNED,
+        [MEM_KIND_HOST_REGISTERED] = RECORD_KIND_REGISTERED,
+    };
+    if (!e->known || (unsigned)e->kind >= MEM_KIND_COUNT)
+        return RECORD_KIND_UNKNOWN;
+    return map[e->kind];
+}
+
+/* Starts CUPTI (once, lazily: a copy is the first moment it is wanted) and
+ * writes this copy's decision record. */
+static void record_decision(struct copy_call *call, const struct end *src,
+                            const struct end *dst, size_t bytes, enum record_action action,
+                            enum route_reason reason)
+{
+    const struct p2pshim_config *cfg = shim_config();
+    bool want_cupti = cfg->cupti > 0 || (cfg->cupti < 0 && cfg->mode == P2PSHIM_MODE_OBSERVE);
+    /* Before the first record, so the log's header tells CUPTI's state. */
+    bool cupti_on = want_cupti && cupti_start();
+    struct decision_record r;
+    r.id = record_next_id();
+    r.t_ns = record_now_ns();
+    r.bytes = bytes;
+    r.stream = (uint64_t)(uintptr_t)call->stream;
+    r.tid = this_tid();
+    r.api = (uint16_t)call->api;
+    r.src_dev = (int8_t)(src->route.known ? src->route.device : -1);
+    r.dst_dev = (int8_t)(dst->route.known ? dst->route.device : -1);
+    r.src_kind = record_kind_of(&src->route);
+    r.dst_kind = record_kind_of(&dst->route);
+    r.action = (uint8_t)action;
+    r.reason = (uint8_t)reason;
+    record_add(&r);
+    /* A batch is one driver call: its first element's id correlates. */
+    if (call->correlation == 0 && cupti_on)
+        call->correlation = r.id;
+}
+
+static void decide_and_act(struct copy_call *call, struct end *src, struct end *dst,
+                           size_t bytes)
 {
     const struct p2pshim_config *cfg = shim_config();
     struct route_input in = {0};
@@ -80,7 +201,7 @@ static void decide_and_act(struct end *src, struct end *dst, size_t bytes,
     struct end *from = src, *to = dst;
     if (cross && have_ctx && cfg->mode != P2PSHIM_MODE_OFF) {
         /* The needed direction starts at the issuing device (route.h). */
-        in.exec_device = exec_device(stream, per_thread, src, dst);
+        in.exec_device = exec_device(call, src, dst);
         if (in.exec_device == dst->route.device) {
             from = dst;
             to = src;
@@ -89,28 +210,55 @@ static void decide_and_act(struct end *src, struct end *dst, size_t bytes,
     }
 
     struct route_decision d = route_decide(&in, cfg);
-    if (d.action == ROUTE_ENABLE_THEN_PASS) {
-        if (!have_ctx)
-            d.reason = ROUTE_SHIM_ERROR;
-        else if (!peer_shim_enable(from->ctx, from->route.device, to->ctx, to->route.device))
-            d.reason = ROUTE_ENABLE_FAILED;
+    enum record_action action = RECORD_PASS;
+    enum route_reason counted = d.reason;
+    if (cfg->mode == P2PSHIM_MODE_OBSERVE) {
+        action = d.action == ROUTE_ENABLE_THEN_PASS ? RECORD_WOULD_ENABLE : RECORD_PASS_OBSERVED;
+        if (d.action == ROUTE_ENABLE_THEN_PASS)
+            counted = ROUTE_OBSERVED;
+    } else if (d.action == ROUTE_ENABLE_THEN_PASS) {
+        action = RECORD_ENABLE_THEN_PASS;
+        uint64_t t0 = record_now_ns();
+        bool ok = have_ctx &&
+                  peer_shim_enable(from->ctx, from->route.device, to->ctx, to->route.device);
+        if (!ok) {
+            counted = d.reason = have_ctx ? ROUTE_ENABLE_FAILED : ROUTE_SHIM_ERROR;
+            action = RECORD_PASS;
+        }
+        pthread_once(&nvtx_once, nvtx_init);
+        if (nvtx_on)
+            nvtx_message(false, "p2pshim: %s peer access %d->%d", ok ? "enabled" : "fallback,",
+                         from->route.device, to->route.device);
+        if (record_enabled())
+            record_event(ok ? "peer-enable" : "peer-enable-failed", from->route.device,
+                         to->route.device, record_now_ns() - t0, NULL);
     }
-    stats_count(src->route.device, dst->route.device, d.reason, bytes);
+    stats_count(src->route.device, dst->route.device, counted, bytes);
+    if (record_enabled())
+        record_decision(call, src, dst, bytes, action, d.reason);
+    if (route_reason_is_upgrade(counted) && !call->nvtx_range) {
+        pthread_once(&nvtx_once, nvtx_init);
+        if (nvtx_on) {
+            nvtx_message(true, "p2pshim peer copy %d->%d %zu B", src->route.device,
+                         dst->route.device, bytes);
+            call->nvtx_range = true;
+        }
+    }
 }
 
-void copy_consider(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src,
-                   CUcontext src_ctx, size_t bytes, CUstream stream, bool per_thread)
+void copy_consider(struct copy_call *call, CUdeviceptr dst, CUcontext dst_ctx,
+                   CUdeviceptr src, CUcontext src_ctx, size_t bytes)
 {
     struct end s = {0}, d = {0};
     if (bytes == 0 || dst == 0 || src == 0)
         return;
     resolve_end(dst, dst_ctx, &d);
-    if (!d.route.known && dst_ctx == NULL) {
+    if (!d.route.known && dst_ctx == NULL && !record_enabled()) {
         stats_count(-1, -1, ROUTE_NOT_CROSS_UNKNOWN, bytes);
         return; /* host memory: no need to look at the source */
     }
     resolve_end(src, src_ctx, &s);
-    decide_and_act(&s, &d, bytes, stream, per_thread);
+    decide_and_act(call, &s, &d, bytes);
 }
 
 /* An end of a 2D/3D copy from its memory type and address fields. */
@@ -137,7 +285,7 @@ static void struct_end(CUmemorytype type, CUdeviceptr dev, size_t offset,
     }
 }
 
-void copy_consider_2d(const CUDA_MEMCPY2D *c, CUstream stream, bool per_thread)
+void copy_consider_2d(struct copy_call *call, const CUDA_MEMCPY2D *c)
 {
     struct end s = {0}, d = {0};
     if (c == NULL || c->WidthInBytes == 0 || c->Height == 0)
@@ -146,7 +294,7 @@ void copy_consider_2d(const CUDA_MEMCPY2D *c, CUstream stream, bool per_thread)
                NULL, &s);
     struct_end(c->dstMemoryType, c->dstDevice, c->dstY * c->dstPitch + c->dstXInBytes,
                NULL, &d);
-    decide_and_act(&s, &d, c->WidthInBytes * c->Height, stream, per_thread);
+    decide_and_act(call, &s, &d, c->WidthInBytes * c->Height);
 }
 
 static size_t offset_3d(size_t x, size_t y, size_t z, size_t pitch, size_t height)
@@ -154,7 +302,7 @@ static size_t offset_3d(size_t x, size_t y, size_t z, size_t pitch, size_t heigh
     return z * height * pitch + y * pitch + x;
 }
 
-void copy_consider_3d(const CUDA_MEMCPY3D *c, CUstream stream, bool per_thread)
+void copy_consider_3d(struct copy_call *call, const CUDA_MEMCPY3D *c)
 {
     struct end s = {0}, d = {0};
     if (c == NULL || c->WidthInBytes == 0 || c->Height == 0 || c->Depth == 0)
@@ -165,10 +313,10 @@ void copy_consider_3d(const CUDA_MEMCPY3D *c, CUstream stream, bool per_thread)
     struct_end(c->dstMemoryType, c->dstDevice,
                offset_3d(c->dstXInBytes, c->dstY, c->dstZ, c->dstPitch, c->dstHeight),
                NULL, &d);
-    decide_and_act(&s, &d, c->WidthInBytes * c->Height * c->Depth, stream, per_thread);
+    decide_and_act(call, &s, &d, c->WidthInBytes * c->Height * c->Depth);
 }
 
-void copy_consider_3d_peer(const CUDA_MEMCPY3D_PEER *c, CUstream stream, bool per_thread)
+void copy_consider_3d_peer(struct copy_call *call, const CUDA_MEMCPY3D_PEER *c)
 {
     struct end s = {0}, d = {0};
     if (c == NULL || c->WidthInBytes == 0 || c->Height == 0 || c->Depth == 0)
@@ -179,17 +327,16 @@ void copy_consider_3d_peer(const CUDA_MEMCPY3D_PEER *c, CUstream stream, bool pe
     struct_end(c->dstMemoryType, c->dstDevice,
                offset_3d(c->dstXInBytes, c->dstY, c->dstZ, c->dstPitch, c->dstHeight),
                c->dstContext, &d);
-    decide_and_act(&s, &d, c->WidthInBytes * c->Height * c->Depth, stream, per_thread);
+    decide_and_act(call, &s, &d, c->WidthInBytes * c->Height * c->Depth);
 }
 
-void copy_consider_batch(const CUdeviceptr *dsts, const CUdeviceptr *srcs,
-                         const size_t *sizes, size_t count, CUstream stream,
-                         bool per_thread)
+void copy_consider_batch(struct copy_call *call, const CUdeviceptr *dsts,
+                         const CUdeviceptr *srcs, const size_t *sizes, size_t count)
 {
     if (dsts == NULL || srcs == NULL || sizes == NULL)
         return;
     for (size_t i = 0; i < count; i++)
-        copy_consider(dsts[i], NULL, srcs[i], NULL, sizes[i], stream, per_thread);
+        copy_consider(call, dsts[i], NULL, srcs[i], NULL, sizes[i]);
 }
 
 static void operand_end(const CUmemcpy3DOperand *op, struct end *e)
@@ -202,8 +349,8 @@ static void operand_end(const CUmemcpy3DOperand *op, struct end *e)
     e->ctx = NULL;
 }
 
-void copy_consider_3d_batch(size_t count, const CUDA_MEMCPY3D_BATCH_OP *ops,
-                            CUstream stream, bool per_thread)
+void copy_consider_3d_batch(struct copy_call *call, size_t count,
+                            const CUDA_MEMCPY3D_BATCH_OP *ops)
 {
     if (ops == NULL)
         return;
@@ -215,11 +362,28 @@ void copy_consider_3d_batch(size_t count, const CUDA_MEMCPY3D_BATCH_OP *ops,
             continue;
         operand_end(&op->src, &s);
         operand_end(&op->dst, &d);
-        decide_and_act(&s, &d, bytes, stream, per_thread);
+        decide_and_act(call, &s, &d, bytes);
     }
 }
 
-void copy_count_host(size_t bytes)
+void copy_consider_host(struct copy_call *call, CUdeviceptr device_ptr,
+                        const void *host_ptr, size_t bytes, bool to_device)
 {
+    if (!record_enabled()) {
+        stats_count(-1, -1, ROUTE_NOT_CROSS_HOST, bytes);
+        return;
+    }
+    struct end dev = {0}, host = {0};
+    if (bytes == 0)
+        return;
+    resolve_end(device_ptr, NULL, &dev);
+    resolve_end((CUdeviceptr)(uintptr_t)host_ptr, NULL, &host);
+    if (!host.route.known) {
+        host.route.device = -1; /* pageable: the record says "unknown" */
+    }
     stats_count(-1, -1, ROUTE_NOT_CROSS_HOST, bytes);
+    if (to_device)
+        record_decision(call, &host, &dev, bytes, RECORD_PASS, ROUTE_NOT_CROSS_HOST);
+    else
+        record_decision(call, &dev, &host, bytes, RECORD_PASS, ROUTE_NOT_CROSS_HOST);
 }

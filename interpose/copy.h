@@ -1,8 +1,8 @@
 /* The copy path: describe a copy's ends, resolve their owners, read the
- * link, decide (route.h), enable when that is the decision, count. The
- * wrapper then calls the original function with its original arguments,
- * so the copy keeps its stream, its ordering and its completion exactly:
- * the shim changes only whether the driver may use the peer link.
+ * link, decide (route.h), enable when that is the decision, count, record.
+ * The wrapper then calls the original function with its original
+ * arguments, so the copy keeps its stream, its ordering and its completion
+ * exactly: the shim changes only whether the driver may use the peer link.
  *
  * Arguments are never trusted: anything malformed (NULL descriptors, size
  * 0, unknown pointers) is left for the driver to answer as it would. */
@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "shim_cuda.h"
 
@@ -19,22 +20,35 @@
 bool shim_begin(void);
 void shim_end(void);
 
+/* One hooked call: which variant, on which stream; and what the wrapper
+ * must do around the driver call (copy_call_begin/_end). */
+struct copy_call {
+    int api;              /* enum hook_id */
+    CUstream stream;
+    bool per_thread;      /* a _ptds/_ptsz variant: how stream NULL reads */
+    uint64_t correlation; /* CUPTI external id to push, 0 = none */
+    bool nvtx_range;      /* an NVTX range is open for an upgraded copy */
+};
+
 /* A linear copy between two unified addresses. dst_ctx/src_ctx: the
- * contexts named by the Peer APIs, else NULL. per_thread: the caller is a
- * _ptds/_ptsz variant (how stream NULL is read). */
-void copy_consider(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src,
-                   CUcontext src_ctx, size_t bytes, CUstream stream, bool per_thread);
+ * contexts named by the Peer APIs, else NULL. */
+void copy_consider(struct copy_call *call, CUdeviceptr dst, CUcontext dst_ctx,
+                   CUdeviceptr src, CUcontext src_ctx, size_t bytes);
+void copy_consider_2d(struct copy_call *call, const CUDA_MEMCPY2D *c);
+void copy_consider_3d(struct copy_call *call, const CUDA_MEMCPY3D *c);
+void copy_consider_3d_peer(struct copy_call *call, const CUDA_MEMCPY3D_PEER *c);
+void copy_consider_batch(struct copy_call *call, const CUdeviceptr *dsts,
+                         const CUdeviceptr *srcs, const size_t *sizes, size_t count);
+void copy_consider_3d_batch(struct copy_call *call, size_t count,
+                            const CUDA_MEMCPY3D_BATCH_OP *ops);
 
-void copy_consider_2d(const CUDA_MEMCPY2D *c, CUstream stream, bool per_thread);
-void copy_consider_3d(const CUDA_MEMCPY3D *c, CUstream stream, bool per_thread);
-void copy_consider_3d_peer(const CUDA_MEMCPY3D_PEER *c, CUstream stream, bool per_thread);
-void copy_consider_batch(const CUdeviceptr *dsts, const CUdeviceptr *srcs,
-                         const size_t *sizes, size_t count, CUstream stream,
-                         bool per_thread);
-void copy_consider_3d_batch(size_t count, const CUDA_MEMCPY3D_BATCH_OP *ops,
-                            CUstream stream, bool per_thread);
+/* A host<->device copy: passed through, counted and recorded.
+ * to_device: host-to-device. */
+void copy_consider_host(struct copy_call *call, CUdeviceptr device_ptr,
+                        const void *host_ptr, size_t bytes, bool to_device);
 
-/* A host<->device copy: passed through, counted as local traffic. */
-void copy_count_host(size_t bytes);
+/* Around the driver call: CUPTI correlation and the NVTX range. */
+void copy_call_begin(const struct copy_call *call);
+void copy_call_end(const struct copy_call *call);
 
 #endif

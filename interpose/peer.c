@@ -25,6 +25,9 @@ struct link_state {
 };
 
 static struct link_state *links;
+/* Bumped (under state_lock) by every change of any link: a thread's cached
+ * view is good while the generation it was read at is current. */
+static _Atomic uint64_t generation = 1;
 static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t enable_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -79,8 +82,8 @@ static bool can_access(int dev, int peer)
     return can != 0;
 }
 
-void peer_view(CUcontext from_ctx, int from_dev, CUcontext to_ctx, int to_dev,
-               struct route_link *out)
+static void read_view(CUcontext from_ctx, int from_dev, CUcontext to_ctx, int to_dev,
+                      struct route_link *out)
 {
     memset(out, 0, sizeof *out);
     pthread_mutex_lock(&state_lock);
@@ -92,6 +95,41 @@ void peer_view(CUcontext from_ctx, int from_dev, CUcontext to_ctx, int to_dev,
     out->failed = fwd && fwd->failure;
     pthread_mutex_unlock(&state_lock);
     out->can_access = can_access(from_dev, to_dev) || can_access(to_dev, from_dev);
+}
+
+/* The copy path asks for the same few links over and over: each thread
+ * keeps its last answers, valid while the generation is unchanged. The
+ * capability part is cached only once known (can_access caches it). */
+#define VIEW_CACHE 4
+struct cached_view {
+    CUcontext from, to;
+    uint64_t generation;
+    struct route_link view;
+};
+static _Thread_local struct cached_view view_cache[VIEW_CACHE];
+static _Thread_local unsigned view_next;
+
+void peer_view(CUcontext from_ctx, int from_dev, CUcontext to_ctx, int to_dev,
+               struct route_link *out)
+{
+    uint64_t gen = atomic_load_explicit(&generation, memory_order_acquire);
+    for (int i = 0; i < VIEW_CACHE; i++) {
+        const struct cached_view *c = &view_cache[i];
+        if (c->generation == gen && c->from == from_ctx && c->to == to_ctx) {
+            *out = c->view;
+            return;
+        }
+    }
+    read_view(from_ctx, from_dev, to_ctx, to_dev, out);
+    if (!out->can_access && from_dev >= 0 && to_dev >= 0 && from_dev < P2PSHIM_MAX_DEVICES &&
+        to_dev < P2PSHIM_MAX_DEVICES &&
+        atomic_load_explicit(&capability[from_dev][to_dev], memory_order_relaxed) == 0)
+        return; /* capability not known yet: do not cache a guess */
+    struct cached_view *c = &view_cache[view_next++ % VIEW_CACHE];
+    c->from = from_ctx;
+    c->to = to_ctx;
+    c->generation = gen;
+    c->view = *out;
 }
 
 /* One real enable of from -> to with from pushed. */
@@ -115,6 +153,7 @@ static bool mark_enabled(CUcontext from, int from_dev, CUcontext to, int to_dev)
     struct link_state *s = get_link(from, from_dev, to, to_dev);
     if (s != NULL)
         s->shim = true;
+    atomic_fetch_add(&generation, 1);
     pthread_mutex_unlock(&state_lock);
     return s != NULL;
 }
@@ -125,6 +164,7 @@ static void mark_failed(CUcontext from, int from_dev, CUcontext to, int to_dev, 
     struct link_state *s = get_link(from, from_dev, to, to_dev);
     if (s != NULL)
         s->failure = r;
+    atomic_fetch_add(&generation, 1);
     pthread_mutex_unlock(&state_lock);
 }
 
@@ -133,7 +173,7 @@ bool peer_shim_enable(CUcontext from_ctx, int from_dev, CUcontext to_ctx, int to
     bool ok = false;
     pthread_mutex_lock(&enable_lock);
     struct route_link now;
-    peer_view(from_ctx, from_dev, to_ctx, to_dev, &now);
+    read_view(from_ctx, from_dev, to_ctx, to_dev, &now);
     if (now.app_enabled || now.shim_enabled || now.failed) {
         pthread_mutex_unlock(&enable_lock);
         return now.app_enabled || now.shim_enabled || now.shim_any;
@@ -151,7 +191,7 @@ bool peer_shim_enable(CUcontext from_ctx, int from_dev, CUcontext to_ctx, int to
              * slower for copies issued here): try it once. */
             CUresult r2 = CUDA_SUCCESS;
             struct route_link back;
-            peer_view(to_ctx, to_dev, from_ctx, from_dev, &back);
+            read_view(to_ctx, to_dev, from_ctx, from_dev, &back);
             if (!back.failed)
                 r2 = enable_direction(to_ctx, from_ctx);
             if (!back.failed &&
@@ -205,6 +245,7 @@ CUresult peer_app_enable(CUcontext peer, unsigned int flags,
             if (s != NULL)
                 s->app = true;
         }
+        atomic_fetch_add(&generation, 1);
         pthread_mutex_unlock(&state_lock);
     }
     pthread_mutex_unlock(&enable_lock);
@@ -225,6 +266,7 @@ CUresult peer_app_disable(CUcontext peer, CUresult (*real)(CUcontext))
             /* The shim keeps the link; the program sees its own answer. */
             r = app ? CUDA_SUCCESS : CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
             s->app = false;
+            atomic_fetch_add(&generation, 1);
             pthread_mutex_unlock(&state_lock);
             pthread_mutex_unlock(&enable_lock);
             return r;
@@ -237,6 +279,7 @@ CUresult peer_app_disable(CUcontext peer, CUresult (*real)(CUcontext))
         struct link_state *s = find_link(cur, peer);
         if (s != NULL)
             s->app = false;
+        atomic_fetch_add(&generation, 1);
         pthread_mutex_unlock(&state_lock);
     }
     pthread_mutex_unlock(&enable_lock);
@@ -254,6 +297,7 @@ static void forget_if(bool (*match)(const struct link_state *, const void *), co
             free(s);
         }
     }
+    atomic_fetch_add(&generation, 1);
     pthread_mutex_unlock(&state_lock);
     pthread_mutex_unlock(&enable_lock);
 }

@@ -34,7 +34,8 @@ enum route_action {
     X(BELOW_MIN_BYTES, "below-min-bytes")                                    \
     X(NO_PEER_CAPABILITY, "cannot-peer")                                     \
     X(ENABLE_FAILED, "enable-failed")                                        \
-    X(SHIM_ERROR, "shim-error")
+    X(SHIM_ERROR, "shim-error")                                              \
+    X(OBSERVED, "observe-would-upgrade")
 
 enum route_reason {
 #define P2PSHIM_REASON_ENUM(id, name) ROUTE_##id,

@@ -7,6 +7,7 @@
 #include "log.h"
 #include "ownership.h"
 #include "peer.h"
+#include "record.h"
 #include "stats.h"
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -35,9 +36,15 @@ static void init_once_body(void)
     config = config_get(); /* also opens the log (log.h) */
     if (config->dump_config)
         config_dump(config, dump_line);
-    LOG_DEBUG("loaded (mode %s)",
-              config->mode == P2PSHIM_MODE_OFF ? "off" : "upgrade");
+    LOG_DEBUG("loaded (mode %s)", config->mode == P2PSHIM_MODE_OFF       ? "off"
+                                  : config->mode == P2PSHIM_MODE_OBSERVE ? "observe"
+                                                                         : "upgrade");
     atexit(stats_report);
+    if (config->run_log[0] != '\0') {
+        static const char *const modes[] = {"upgrade", "off", "observe"};
+        record_open(config->run_log, modes[config->mode], config->record_limit);
+        atexit(record_flush_final);
+    }
     pthread_atfork(fork_prepare, fork_release, fork_release);
 }
 

@@ -4,29 +4,38 @@
 #include "copy.h"
 #include "hooks.h"
 
-#define PT 1 /* per-thread variant */
-#define LG 0 /* legacy-stream variant */
+#define PT true  /* per-thread variant */
+#define LG false /* legacy-stream variant */
 
-#define WRAP(name, params, args, consider)                                    \
+/* `consider` sees `call` (the variant, its stream and per-thread flag). */
+#define WRAP_STREAM(name, params, args, stream_expr, pt, consider)            \
     P2PSHIM_EXPORT CUresult name params                                       \
     {                                                                         \
         pfn_##name real = REAL(name);                                         \
         if (real == NULL)                                                     \
             return CUDA_ERROR_NOT_INITIALIZED;                                \
-        if (shim_begin()) {                                                   \
-            consider;                                                         \
-            shim_end();                                                       \
-        }                                                                     \
-        return real args;                                                     \
+        struct copy_call call_ = {HOOK_##name, (stream_expr), (pt), 0, false}; \
+        struct copy_call *call = &call_;                                      \
+        if (!shim_begin())                                                    \
+            return real args;                                                 \
+        consider;                                                             \
+        shim_end();                                                           \
+        if (call_.correlation == 0 && !call_.nvtx_range)                      \
+            return real args;                                                 \
+        copy_call_begin(call);                                                \
+        CUresult r_ = real args;                                              \
+        copy_call_end(call);                                                  \
+        return r_;                                                            \
     }
+#define WRAP(name, params, args, consider, pt) WRAP_STREAM(name, params, args, NULL, pt, consider)
 
 /* ---- linear copies in the unified address space ---- */
 #define WRAP_LINEAR_SYNC(name, pt)                                            \
     WRAP(name, (CUdeviceptr dst, CUdeviceptr src, size_t n), (dst, src, n),   \
-         copy_consider(dst, NULL, src, NULL, n, NULL, pt))
+         copy_consider(call, dst, NULL, src, NULL, n), pt)
 #define WRAP_LINEAR_ASYNC(name, pt)                                           \
-    WRAP(name, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s),      \
-         (dst, src, n, s), copy_consider(dst, NULL, src, NULL, n, s, pt))
+    WRAP_STREAM(name, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s), \
+                (dst, src, n, s), s, pt, copy_consider(call, dst, NULL, src, NULL, n))
 
 WRAP_LINEAR_SYNC(cuMemcpy, LG)
 WRAP_LINEAR_SYNC(cuMemcpy_ptds, PT)
@@ -42,12 +51,13 @@ WRAP_LINEAR_ASYNC(cuMemcpyDtoDAsync_v2_ptsz, PT)
     WRAP(name,                                                                \
          (CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx,   \
           size_t n),                                                          \
-         (dst, dctx, src, sctx, n), copy_consider(dst, dctx, src, sctx, n, NULL, pt))
+         (dst, dctx, src, sctx, n), copy_consider(call, dst, dctx, src, sctx, n), pt)
 #define WRAP_PEER_ASYNC(name, pt)                                             \
-    WRAP(name,                                                                \
-         (CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx,   \
-          size_t n, CUstream s),                                              \
-         (dst, dctx, src, sctx, n, s), copy_consider(dst, dctx, src, sctx, n, s, pt))
+    WRAP_STREAM(name,                                                         \
+                (CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, \
+                 size_t n, CUstream s),                                       \
+                (dst, dctx, src, sctx, n, s), s, pt,                          \
+                copy_consider(call, dst, dctx, src, sctx, n))
 
 WRAP_PEER_SYNC(cuMemcpyPeer, LG)
 WRAP_PEER_SYNC(cuMemcpyPeer_ptds, PT)
@@ -56,9 +66,9 @@ WRAP_PEER_ASYNC(cuMemcpyPeerAsync_ptsz, PT)
 
 /* ---- described by a struct ---- */
 #define WRAP_STRUCT_SYNC(name, type, fn, pt)                                  \
-    WRAP(name, (const type *c), (c), fn(c, NULL, pt))
+    WRAP(name, (const type *c), (c), fn(call, c), pt)
 #define WRAP_STRUCT_ASYNC(name, type, fn, pt)                                 \
-    WRAP(name, (const type *c, CUstream s), (c, s), fn(c, s, pt))
+    WRAP_STREAM(name, (const type *c, CUstream s), (c, s), s, pt, fn(call, c))
 
 WRAP_STRUCT_SYNC(cuMemcpy2D_v2, CUDA_MEMCPY2D, copy_consider_2d, LG)
 WRAP_STRUCT_SYNC(cuMemcpy2D_v2_ptds, CUDA_MEMCPY2D, copy_consider_2d, PT)
@@ -77,19 +87,19 @@ WRAP_STRUCT_ASYNC(cuMemcpy3DPeerAsync_ptsz, CUDA_MEMCPY3D_PEER, copy_consider_3d
 
 /* ---- batches: the 12080 signature carries failIdx, 13000's does not ---- */
 #define WRAP_BATCH_12080(name, pt)                                            \
-    WRAP(name,                                                                \
+    WRAP_STREAM(name,                                                                \
          (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,  \
           CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,      \
           size_t *failIdx, CUstream s),                                       \
          (dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, s),  \
-         copy_consider_batch(dsts, srcs, sizes, count, s, pt))
+         s, pt, copy_consider_batch(call, dsts, srcs, sizes, count))
 #define WRAP_BATCH_13000(name, pt)                                            \
-    WRAP(name,                                                                \
+    WRAP_STREAM(name,                                                                \
          (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,  \
           CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,      \
           CUstream s),                                                        \
          (dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, s),           \
-         copy_consider_batch(dsts, srcs, sizes, count, s, pt))
+         s, pt, copy_consider_batch(call, dsts, srcs, sizes, count))
 
 WRAP_BATCH_12080(cuMemcpyBatchAsync, LG)
 WRAP_BATCH_12080(cuMemcpyBatchAsync_ptsz, PT)
@@ -97,33 +107,40 @@ WRAP_BATCH_13000(cuMemcpyBatchAsync_v2, LG)
 WRAP_BATCH_13000(cuMemcpyBatchAsync_v2_ptsz, PT)
 
 #define WRAP_3DBATCH_12080(name, pt)                                          \
-    WRAP(name,                                                                \
-         (size_t n, CUDA_MEMCPY3D_BATCH_OP *ops, size_t *failIdx,             \
-          unsigned long long flags, CUstream s),                              \
-         (n, ops, failIdx, flags, s), copy_consider_3d_batch(n, ops, s, pt))
+    WRAP_STREAM(name,                                                         \
+                (size_t n, CUDA_MEMCPY3D_BATCH_OP *ops, size_t *failIdx,      \
+                 unsigned long long flags, CUstream s),                       \
+                (n, ops, failIdx, flags, s), s, pt, copy_consider_3d_batch(call, n, ops))
 #define WRAP_3DBATCH_13000(name, pt)                                          \
-    WRAP(name,                                                                \
-         (size_t n, CUDA_MEMCPY3D_BATCH_OP *ops, unsigned long long flags,    \
-          CUstream s),                                                        \
-         (n, ops, flags, s), copy_consider_3d_batch(n, ops, s, pt))
+    WRAP_STREAM(name,                                                         \
+                (size_t n, CUDA_MEMCPY3D_BATCH_OP *ops, unsigned long long flags, \
+                 CUstream s),                                                 \
+                (n, ops, flags, s), s, pt, copy_consider_3d_batch(call, n, ops))
 
 WRAP_3DBATCH_12080(cuMemcpy3DBatchAsync, LG)
 WRAP_3DBATCH_12080(cuMemcpy3DBatchAsync_ptsz, PT)
 WRAP_3DBATCH_13000(cuMemcpy3DBatchAsync_v2, LG)
 WRAP_3DBATCH_13000(cuMemcpy3DBatchAsync_v2_ptsz, PT)
 
-/* ---- host <-> device: passed through, counted ---- */
-#define WRAP_HTOD(name, params, args, n) WRAP(name, params, args, copy_count_host(n))
+/* ---- host <-> device: passed through, counted and recorded ---- */
+#define HTOD(name, pt)                                                        \
+    WRAP(name, (CUdeviceptr d, const void *h, size_t n), (d, h, n),           \
+         copy_consider_host(call, d, h, n, true), pt)
+#define DTOH(name, pt)                                                        \
+    WRAP(name, (void *h, CUdeviceptr d, size_t n), (h, d, n),                 \
+         copy_consider_host(call, d, h, n, false), pt)
+#define HTOD_ASYNC(name, pt)                                                  \
+    WRAP_STREAM(name, (CUdeviceptr d, const void *h, size_t n, CUstream s),   \
+                (d, h, n, s), s, pt, copy_consider_host(call, d, h, n, true))
+#define DTOH_ASYNC(name, pt)                                                  \
+    WRAP_STREAM(name, (void *h, CUdeviceptr d, size_t n, CUstream s),         \
+                (h, d, n, s), s, pt, copy_consider_host(call, d, h, n, false))
 
-WRAP_HTOD(cuMemcpyHtoD_v2, (CUdeviceptr d, const void *h, size_t n), (d, h, n), n)
-WRAP_HTOD(cuMemcpyHtoD_v2_ptds, (CUdeviceptr d, const void *h, size_t n), (d, h, n), n)
-WRAP_HTOD(cuMemcpyDtoH_v2, (void *h, CUdeviceptr d, size_t n), (h, d, n), n)
-WRAP_HTOD(cuMemcpyDtoH_v2_ptds, (void *h, CUdeviceptr d, size_t n), (h, d, n), n)
-WRAP_HTOD(cuMemcpyHtoDAsync_v2, (CUdeviceptr d, const void *h, size_t n, CUstream s),
-          (d, h, n, s), n)
-WRAP_HTOD(cuMemcpyHtoDAsync_v2_ptsz, (CUdeviceptr d, const void *h, size_t n, CUstream s),
-          (d, h, n, s), n)
-WRAP_HTOD(cuMemcpyDtoHAsync_v2, (void *h, CUdeviceptr d, size_t n, CUstream s),
-          (h, d, n, s), n)
-WRAP_HTOD(cuMemcpyDtoHAsync_v2_ptsz, (void *h, CUdeviceptr d, size_t n, CUstream s),
-          (h, d, n, s), n)
+HTOD(cuMemcpyHtoD_v2, LG)
+HTOD(cuMemcpyHtoD_v2_ptds, PT)
+DTOH(cuMemcpyDtoH_v2, LG)
+DTOH(cuMemcpyDtoH_v2_ptds, PT)
+HTOD_ASYNC(cuMemcpyHtoDAsync_v2, LG)
+HTOD_ASYNC(cuMemcpyHtoDAsync_v2_ptsz, PT)
+DTOH_ASYNC(cuMemcpyDtoHAsync_v2, LG)
+DTOH_ASYNC(cuMemcpyDtoHAsync_v2_ptsz, PT)

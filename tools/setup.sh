@@ -2,10 +2,13 @@
 # Installs what a fresh Debian machine needs to build and test p2pshim
 # (the CUDA toolkit is assumed, as on our machines). Idempotent; run as root
 # or with sudo available. On the GPU machine, which reaches no package
-# registry, the build uses .deps/include/uthash.h instead.
+# registry, the build uses copies carried in .deps/ (uthash.h, jansson).
 set -eu
 need=""
 [ -f /usr/include/uthash.h ] || need="$need uthash-dev"
+[ -f /usr/include/jansson.h ] || need="$need libjansson-dev"
+# headless Chromium renders the HTML report in its test
+command -v chromium >/dev/null 2>&1 || need="$need chromium"
 command -v cmake >/dev/null 2>&1 || need="$need cmake"
 command -v make >/dev/null 2>&1 || need="$need make"
 command -v gcc >/dev/null 2>&1 || need="$need gcc"

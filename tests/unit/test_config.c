@@ -12,6 +12,11 @@
 #include <unistd.h>
 
 #include "config.h"
+
+/* Number of variables in the one list. */
+#define COUNT_VAR(name, what) +1
+#define NVARS (0 P2PSHIM_CONFIG_VARS(COUNT_VAR))
+
 #include "log.h"
 
 static int failures;
@@ -82,6 +87,9 @@ static bool same_config(const struct p2pshim_config *a,
            a->min_bytes == b->min_bytes &&
            strcmp(a->log_file, b->log_file) == 0 &&
            a->dump_config == b->dump_config &&
+           strcmp(a->run_log, b->run_log) == 0 && a->cupti == b->cupti &&
+           a->record_limit == b->record_limit &&
+           strcmp(a->topo_file, b->topo_file) == 0 &&
            memcmp(a->pair_allowed, b->pair_allowed, sizeof a->pair_allowed) ==
                0;
 }
@@ -126,7 +134,8 @@ static void test_good_values(void)
     } modes[] = {{"P2PSHIM_MODE=upgrade", P2PSHIM_MODE_UPGRADE},
                  {"P2PSHIM_MODE=off", P2PSHIM_MODE_OFF},
                  {"P2PSHIM_MODE=OFF", P2PSHIM_MODE_OFF},
-                 {"P2PSHIM_MODE=Upgrade", P2PSHIM_MODE_UPGRADE}};
+                 {"P2PSHIM_MODE=Upgrade", P2PSHIM_MODE_UPGRADE},
+                 {"P2PSHIM_MODE=observe", P2PSHIM_MODE_OBSERVE}};
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
         CHECK(parse(&cfg, modes[i].env, NULL) == 0);
         CHECK(cfg.mode == modes[i].mode);
@@ -195,6 +204,26 @@ static void test_good_values(void)
     CHECK(cfg.mode == P2PSHIM_MODE_OFF);
 }
 
+/* The observability variables (run log, CUPTI, record cap, topo file). */
+static void test_observability_values(void)
+{
+    struct p2pshim_config cfg;
+    char want[64];
+    CHECK(parse(&cfg, NULL) == 0);
+    CHECK(cfg.cupti == -1 && cfg.record_limit == 262144 && cfg.run_log[0] == '\0');
+    CHECK(parse(&cfg, "P2PSHIM_RUN_LOG=/tmp/run-%p.jsonl", "P2PSHIM_CUPTI=0",
+                "P2PSHIM_RECORD_LIMIT=1K", "P2PSHIM_TOPO_FILE=/t/topo.json", NULL) == 0);
+    snprintf(want, sizeof want, "/tmp/run-%d.jsonl", (int)getpid());
+    CHECK_STR(cfg.run_log, want);
+    CHECK(cfg.cupti == 0 && cfg.record_limit == 1024);
+    CHECK_STR(cfg.topo_file, "/t/topo.json");
+    CHECK(parse(&cfg, "P2PSHIM_CUPTI=yes", NULL) == 0 && cfg.cupti == 1);
+    CHECK(parse(&cfg, "P2PSHIM_CUPTI=maybe", NULL) == 1 && cfg.cupti == -1);
+    CHECK(parse(&cfg, "P2PSHIM_RECORD_LIMIT=0", NULL) == 1 && cfg.record_limit == 262144);
+    CHECK(parse(&cfg, "P2PSHIM_RECORD_LIMIT=-5", NULL) == 1 && cfg.record_limit == 262144);
+    CHECK(parse(&cfg, "P2PSHIM_MODE=watch", NULL) == 1 && cfg.mode == P2PSHIM_MODE_UPGRADE);
+}
+
 static void test_bad_values(void)
 {
     struct p2pshim_config cfg;
@@ -205,10 +234,10 @@ static void test_bad_values(void)
          "P2PSHIM_MIN_BYTES=\"12Q\": not a byte count (digits with optional "
          "K/M/G); keeping 0"},
         {"P2PSHIM_MODE=fast",
-         "P2PSHIM_MODE=\"fast\": not a mode (upgrade or off); keeping "
+         "P2PSHIM_MODE=\"fast\": not a mode (upgrade, observe or off); keeping "
          "upgrade"},
         {"P2PSHIM_MODE=upgrade ",
-         "P2PSHIM_MODE=\"upgrade \": not a mode (upgrade or off); keeping "
+         "P2PSHIM_MODE=\"upgrade \": not a mode (upgrade, observe or off); keeping "
          "upgrade"},
         {"P2PSHIM_LOG=verbose",
          "P2PSHIM_LOG=\"verbose\": not a log level (error, warn, info or "
@@ -271,7 +300,7 @@ static void test_names(void)
     CHECK_STR(lines[0],
               "unknown variable P2PSHIM_MODEE (known: P2PSHIM_MODE, "
               "P2PSHIM_PAIRS, P2PSHIM_MIN_BYTES, P2PSHIM_LOG, "
-              "P2PSHIM_LOG_FILE, P2PSHIM_DUMP_CONFIG)");
+              "P2PSHIM_LOG_FILE, P2PSHIM_DUMP_CONFIG, P2PSHIM_RUN_LOG, P2PSHIM_CUPTI, P2PSHIM_RECORD_LIMIT, P2PSHIM_TOPO_FILE)");
 
     CHECK(parse(&cfg, "P2PSHIM_=1", "P2PSHIM_LOGFILE=x", "P2PSHIM_mode=off",
                 NULL) == 3);
@@ -557,7 +586,7 @@ static void round_trip(const struct p2pshim_config *cfg, const char *pairs_want)
 {
     ndump = 0;
     config_dump(cfg, collect_dump);
-    CHECK(ndump == 6);
+    CHECK(ndump == NVARS);
     char *envp[8];
     int n = 0;
     for (int i = 0; i < ndump && i < 6; i++) {
@@ -583,7 +612,7 @@ static void test_dump(void)
     config_set_defaults(&cfg);
     ndump = 0;
     config_dump(&cfg, collect_dump);
-    CHECK(ndump == 6);
+    CHECK(ndump == NVARS);
     CHECK_STR(dump_lines[0], "config P2PSHIM_MODE=upgrade");
     CHECK_STR(dump_lines[1], "config P2PSHIM_PAIRS=all");
     CHECK_STR(dump_lines[2], "config P2PSHIM_MIN_BYTES=0");
@@ -656,7 +685,7 @@ static void test_dump(void)
             cfg.pair_allowed[s][d] = s == d || (s + d) % 2 == 0 || s < d;
     ndump = 0;
     config_dump(&cfg, collect_dump);
-    CHECK(ndump == 6);
+    CHECK(ndump == NVARS);
     CHECK(strlen(dump_lines[1]) < 1024);
     size_t len = strlen(dump_lines[1]);
     CHECK(len > 3 && strcmp(dump_lines[1] + len - 3, "...") == 0);
@@ -835,6 +864,7 @@ int main(void)
 {
     test_defaults();
     test_good_values();
+    test_observability_values();
     test_bad_values();
     test_names();
     test_bytes();

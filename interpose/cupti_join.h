@@ -1,0 +1,31 @@
+/* CUPTI, loaded at run time (never a link dependency): activity records of
+ * the copies that really ran (MEMCPY, MEMCPY2) joined to the shim's
+ * decisions through external correlation ids (the decision's id). */
+#ifndef P2PSHIM_CUPTI_JOIN_H
+#define P2PSHIM_CUPTI_JOIN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Starts CUPTI once (thread-safe; later calls are cheap). Returns true when
+ * activity collection is on. When CUPTI is absent or held by another tool
+ * (Nsight Systems, compute-sanitizer), says so once and returns false. */
+bool cupti_start(void);
+
+/* True once cupti_start succeeded. One relaxed load. */
+bool cupti_active(void);
+
+/* Around the driver call of decision id: every activity record the call
+ * produces carries id. */
+void cupti_push(uint64_t id);
+void cupti_pop(void);
+
+/* CUPTI's timestamp now, 0 when CUPTI is off (the log header aligns the
+ * two clocks with it). */
+uint64_t cupti_timestamp(void);
+
+/* Flushes CUPTI's buffers and queues every activity it holds as run-log
+ * lines (record.h), joined or not. Called by record_flush_final. */
+void cupti_flush(void);
+
+#endif

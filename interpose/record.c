@@ -1,0 +1,435 @@
+#define _GNU_SOURCE
+#include "record.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hooks.h"
+#include "log.h"
+
+enum entry_type { ENTRY_DECISION = 1, ENTRY_EVENT, ENTRY_ACTIVITY };
+
+struct event_entry {
+    const char *what;       /* static strings only */
+    int from, to;
+    uint64_t t_ns, duration_ns;
+    char detail[40];
+};
+
+struct activity_entry {
+    uint64_t decision, bytes, start_ns, end_ns;
+    const char *kind;       /* static strings only */
+    int src_dev, dst_dev;
+    uint32_t stream_id;
+};
+
+struct entry {
+    int type;
+    union {
+        struct decision_record decision;
+        struct event_entry event;
+        struct activity_entry activity;
+    } u;
+};
+
+/* A bounded multi-producer queue (D. Vyukov's): each cell's sequence tells
+ * producers and the consumer whose turn it is, so neither ever waits. */
+struct cell {
+    _Atomic size_t seq;
+    struct entry e;
+};
+
+static struct cell *ring;
+static size_t ring_mask;
+static _Atomic size_t enqueue_pos;
+static size_t dequeue_pos;               /* the consumer's, under drain_lock */
+static pthread_mutex_t drain_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static atomic_bool enabled;
+static _Atomic uint64_t next_id;
+static _Atomic uint64_t dropped, written_decisions, written_activities;
+static int log_fd = -1;
+static pid_t log_pid;
+static const char *mode_text = "upgrade";
+static char cupti_state[96] = "off";
+static bool header_written;
+
+static pthread_t writer;
+static atomic_bool writer_started, writer_stop;
+static pthread_mutex_t writer_lock = PTHREAD_MUTEX_INITIALIZER;
+
+uint64_t record_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+bool record_enabled(void)
+{
+    return atomic_load_explicit(&enabled, memory_order_relaxed);
+}
+
+uint64_t record_next_id(void)
+{
+    return atomic_fetch_add_explicit(&next_id, 1, memory_order_relaxed) + 1;
+}
+
+static void start_writer(void);
+
+static void enqueue(const struct entry *e)
+{
+    if (!record_enabled())
+        return;
+    size_t pos = atomic_load_explicit(&enqueue_pos, memory_order_relaxed);
+    for (;;) {
+        struct cell *c = &ring[pos & ring_mask];
+        size_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
+        intptr_t dif = (intptr_t)seq - (intptr_t)pos;
+        if (dif == 0) {
+            if (atomic_compare_exchange_weak_explicit(&enqueue_pos, &pos, pos + 1,
+                                                      memory_order_relaxed,
+                                                      memory_order_relaxed)) {
+                c->e = *e;
+                atomic_store_explicit(&c->seq, pos + 1, memory_order_release);
+                break;
+            }
+        } else if (dif < 0) {
+            atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
+            return; /* full: the writer is behind */
+        } else {
+            pos = atomic_load_explicit(&enqueue_pos, memory_order_relaxed);
+        }
+    }
+    if (!atomic_load_explicit(&writer_started, memory_order_acquire))
+        start_writer();
+}
+
+void record_add(const struct decision_record *r)
+{
+    struct entry e;
+    e.type = ENTRY_DECISION;
+    e.u.decision = *r;
+    enqueue(&e);
+}
+
+void record_event(const char *what, int from, int to, uint64_t duration_ns,
+                  const char *detail)
+{
+    struct entry e;
+    memset(&e, 0, sizeof e);
+    e.type = ENTRY_EVENT;
+    e.u.event.what = what;
+    e.u.event.from = from;
+    e.u.event.to = to;
+    e.u.event.t_ns = record_now_ns();
+    e.u.event.duration_ns = duration_ns;
+    if (detail != NULL)
+        snprintf(e.u.event.detail, sizeof e.u.event.detail, "%s", detail);
+    enqueue(&e);
+}
+
+void record_activity(uint64_t decision, const char *kind, uint64_t bytes,
+                     uint64_t start_ns, uint64_t end_ns, int src_dev, int dst_dev,
+                     uint32_t stream_id)
+{
+    struct entry e;
+    e.type = ENTRY_ACTIVITY;
+    e.u.activity = (struct activity_entry){decision, bytes, start_ns, end_ns, kind,
+                                           src_dev, dst_dev, stream_id};
+    enqueue(&e);
+}
+
+/* ---- writing (off the hot path) ---------------------------------------- */
+
+struct outbuf {
+    char data[1 << 16];
+    size_t used;
+};
+
+static void out_flush(struct outbuf *o)
+{
+    size_t off = 0;
+    while (off < o->used && log_fd >= 0) {
+        ssize_t n = write(log_fd, o->data + off, o->used - off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        off += (size_t)n;
+    }
+    o->used = 0;
+}
+
+static void out_printf(struct outbuf *o, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void out_printf(struct outbuf *o, const char *fmt, ...)
+{
+    if (sizeof o->data - o->used < 1024)
+        out_flush(o);
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(o->data + o->used, sizeof o->data - o->used, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        o->used += (size_t)n < sizeof o->data - o->used ? (size_t)n
+                                                         : sizeof o->data - o->used - 1;
+}
+
+static const char *const action_names[] = {"pass", "enable-then-pass", "would-enable",
+                                           "pass-observed"};
+static const char *const kind_names[] = {"device", "pool", "mapped", "managed",
+                                         "pinned", "registered", "unknown"};
+
+static void write_end(struct outbuf *o, int dev, unsigned kind)
+{
+    out_printf(o, "{\"dev\":%d,\"kind\":\"%s\"}", dev,
+               kind < sizeof kind_names / sizeof kind_names[0] ? kind_names[kind] : "unknown");
+}
+
+/* JSON string content: our strings are names and short details; escape the
+ * few characters that need it. */
+static void write_escaped(struct outbuf *o, const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            out_printf(o, "\\%c", c);
+        else if (c < 0x20)
+            out_printf(o, "\\u%04x", c);
+        else
+            out_printf(o, "%c", c);
+    }
+}
+
+static void write_entry(struct outbuf *o, const struct entry *e)
+{
+    if (e->type == ENTRY_DECISION) {
+        const struct decision_record *r = &e->u.decision;
+        out_printf(o,
+                   "{\"type\":\"decision\",\"id\":%llu,\"t_ns\":%llu,\"tid\":%u,"
+                   "\"api\":\"%s\",\"src\":",
+                   (unsigned long long)r->id, (unsigned long long)r->t_ns, r->tid,
+                   r->api < HOOK_COUNT ? hook_table[r->api].name : "?");
+        write_end(o, r->src_dev, r->src_kind);
+        out_printf(o, ",\"dst\":");
+        write_end(o, r->dst_dev, r->dst_kind);
+        out_printf(o, ",\"bytes\":%llu,\"stream\":\"0x%llx\",\"action\":\"%s\",\"reason\":\"%s\"}\n",
+                   (unsigned long long)r->bytes, (unsigned long long)r->stream,
+                   r->action < 4 ? action_names[r->action] : "?",
+                   route_reason_name((enum route_reason)r->reason));
+        atomic_fetch_add_explicit(&written_decisions, 1, memory_order_relaxed);
+    } else if (e->type == ENTRY_EVENT) {
+        const struct event_entry *v = &e->u.event;
+        out_printf(o, "{\"type\":\"event\",\"t_ns\":%llu,\"what\":\"%s\",\"from\":%d,\"to\":%d,"
+                      "\"ok\":%s,\"duration_ns\":%llu",
+                   (unsigned long long)v->t_ns, v->what, v->from, v->to,
+                   strcmp(v->what, "peer-enable") == 0 ? "true" : "false",
+                   (unsigned long long)v->duration_ns);
+        if (v->detail[0]) {
+            out_printf(o, ",\"detail\":\"");
+            write_escaped(o, v->detail);
+            out_printf(o, "\"");
+        }
+        out_printf(o, "}\n");
+    } else if (e->type == ENTRY_ACTIVITY) {
+        const struct activity_entry *a = &e->u.activity;
+        out_printf(o, "{\"type\":\"activity\",\"decision\":%llu,\"kind\":\"%s\",\"bytes\":%llu,"
+                      "\"start_ns\":%llu,\"end_ns\":%llu,\"src_dev\":%d,\"dst_dev\":%d,"
+                      "\"stream_id\":%u}\n",
+                   (unsigned long long)a->decision, a->kind, (unsigned long long)a->bytes,
+                   (unsigned long long)a->start_ns, (unsigned long long)a->end_ns, a->src_dev,
+                   a->dst_dev, a->stream_id);
+        atomic_fetch_add_explicit(&written_activities, 1, memory_order_relaxed);
+    }
+}
+
+extern uint64_t cupti_timestamp(void); /* cupti_join.c; 0 when CUPTI is off */
+
+static void write_header(struct outbuf *o)
+{
+    char exe[512] = "", host[256] = "";
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    gethostname(host, sizeof host - 1);
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    out_printf(o, "{\"type\":\"header\",\"format\":\"p2pshim-log\",\"version\":1,\"pid\":%d,"
+                  "\"exe\":\"", (int)getpid());
+    write_escaped(o, exe);
+    out_printf(o, "\",\"host\":\"");
+    write_escaped(o, host);
+    out_printf(o, "\",\"mode\":\"%s\",\"cupti\":\"", mode_text);
+    write_escaped(o, cupti_state);
+    out_printf(o, "\",\"clock_ns\":%llu,\"cupti_ns\":%llu,\"start_unix_ms\":%llu}\n",
+               (unsigned long long)record_now_ns(), (unsigned long long)cupti_timestamp(),
+               (unsigned long long)wall.tv_sec * 1000u +
+                   (unsigned long long)wall.tv_nsec / 1000000u);
+    header_written = true;
+}
+
+/* Writes everything queued so far. drain_lock held. */
+static void drain(struct outbuf *o)
+{
+    if (!header_written)
+        write_header(o);
+    for (;;) {
+        struct cell *c = &ring[dequeue_pos & ring_mask];
+        size_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
+        if ((intptr_t)seq - (intptr_t)(dequeue_pos + 1) < 0)
+            break; /* empty (or a producer is mid-store: next round) */
+        struct entry e = c->e;
+        atomic_store_explicit(&c->seq, dequeue_pos + ring_mask + 1, memory_order_release);
+        dequeue_pos++;
+        write_entry(o, &e);
+    }
+    out_flush(o);
+}
+
+static struct outbuf writer_buf, final_buf;
+
+static void *writer_main(void *arg)
+{
+    (void)arg;
+    while (!atomic_load_explicit(&writer_stop, memory_order_acquire)) {
+        pthread_mutex_lock(&drain_lock);
+        drain(&writer_buf);
+        pthread_mutex_unlock(&drain_lock);
+        struct timespec nap = {0, 20 * 1000 * 1000};
+        nanosleep(&nap, NULL);
+    }
+    return NULL;
+}
+
+static void start_writer(void)
+{
+    pthread_mutex_lock(&writer_lock);
+    if (!atomic_load(&writer_started) && getpid() == log_pid) {
+        atomic_store(&writer_stop, false);
+        if (pthread_create(&writer, NULL, writer_main, NULL) == 0)
+            atomic_store_explicit(&writer_started, true, memory_order_release);
+    }
+    pthread_mutex_unlock(&writer_lock);
+}
+
+static void reset_ring(void)
+{
+    for (size_t i = 0; i <= ring_mask; i++)
+        atomic_store_explicit(&ring[i].seq, i, memory_order_relaxed);
+    atomic_store(&enqueue_pos, 0);
+    dequeue_pos = 0;
+}
+
+static char log_pattern[512];
+
+static void open_log_file(void)
+{
+    char path[512];
+    size_t j = 0;
+    /* %p is this process's pid: a forked child gets a log of its own. */
+    for (size_t i = 0; log_pattern[i] && j + 24 < sizeof path; i++) {
+        if (log_pattern[i] == '%' && log_pattern[i + 1] == 'p') {
+            j += (size_t)snprintf(path + j, sizeof path - j, "%d", (int)getpid());
+            i++;
+        } else {
+            path[j++] = log_pattern[i];
+        }
+    }
+    path[j] = '\0';
+    log_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    log_pid = getpid();
+    header_written = false;
+    if (log_fd < 0)
+        LOG_WARN("cannot open the run log %s: %s; writing none", path, strerror(errno));
+}
+
+static void fork_child(void)
+{
+    if (!record_enabled())
+        return;
+    /* The parent writes what it queued before the fork. */
+    pthread_mutex_init(&drain_lock, NULL);
+    pthread_mutex_init(&writer_lock, NULL);
+    reset_ring();
+    atomic_store(&writer_started, false);
+    atomic_store(&dropped, 0);
+    atomic_store(&written_decisions, 0);
+    atomic_store(&written_activities, 0);
+    if (log_fd >= 0)
+        close(log_fd);
+    open_log_file();
+    atomic_store(&enabled, log_fd >= 0);
+}
+
+void record_open(const char *pattern, const char *mode, size_t limit)
+{
+    size_t cap = 1024;
+    while (cap < limit && cap < ((size_t)1 << 26))
+        cap <<= 1;
+    /* mmap: pages are touched only as the ring fills. */
+    void *mem = mmap(NULL, cap * sizeof(struct cell), PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) {
+        LOG_WARN("no memory for the run log's buffer (%zu records); writing none", cap);
+        return;
+    }
+    ring = mem;
+    ring_mask = cap - 1;
+    reset_ring();
+    mode_text = mode;
+    snprintf(log_pattern, sizeof log_pattern, "%s", pattern);
+    open_log_file();
+    if (log_fd < 0)
+        return;
+    pthread_atfork(NULL, NULL, fork_child);
+    atomic_store(&enabled, true);
+}
+
+void record_set_cupti_state(const char *state)
+{
+    pthread_mutex_lock(&drain_lock);
+    bool late = header_written;
+    if (!late)
+        snprintf(cupti_state, sizeof cupti_state, "%s", state);
+    pthread_mutex_unlock(&drain_lock);
+    if (late)
+        record_event("cupti-unavailable", -1, -1, 0, state);
+}
+
+extern void cupti_flush(void); /* cupti_join.c: queues the activities it holds */
+
+void record_flush_final(void)
+{
+    if (!record_enabled() || getpid() != log_pid)
+        return; /* a vfork child shares our memory: leave it to us */
+    pthread_mutex_lock(&writer_lock);
+    if (atomic_load(&writer_started)) {
+        atomic_store(&writer_stop, true);
+        pthread_join(writer, NULL);
+        atomic_store(&writer_started, false);
+    }
+    pthread_mutex_unlock(&writer_lock);
+    cupti_flush();
+    pthread_mutex_lock(&drain_lock);
+    drain(&final_buf);
+    out_printf(&final_buf,
+               "{\"type\":\"footer\",\"t_ns\":%llu,\"records\":%llu,\"dropped\":%llu,"
+               "\"activities\":%llu}\n",
+               (unsigned long long)record_now_ns(),
+               (unsigned long long)atomic_load(&written_decisions),
+               (unsigned long long)atomic_load(&dropped),
+               (unsigned long long)atomic_load(&written_activities));
+    out_flush(&final_buf);
+    pthread_mutex_unlock(&drain_lock);
+}

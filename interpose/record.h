@@ -1,0 +1,90 @@
+/* Decision records: one per intercepted copy (or batch element), written to
+ * the run log (P2PSHIM_RUN_LOG, docs/LOG_FORMAT.md) as JSON Lines.
+ *
+ * Hot path: record_add copies a small fixed-size record into a bounded
+ * lock-free ring (one atomic increment and a store; no lock, no allocation,
+ * no system call). A writer thread, started with the first record, formats
+ * and writes off the hot path. When the ring is full the record is dropped
+ * and counted (the footer says how many). Nothing is lost at exit (atexit
+ * drains the ring), at exec (the exec wrappers drain it first) or in a
+ * forked child (the child starts its own log, for its own records; the
+ * parent writes the records made before the fork). */
+#ifndef P2PSHIM_RECORD_H
+#define P2PSHIM_RECORD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "route.h"
+
+/* What happened to the copy (LOG_FORMAT.md "action"). */
+enum record_action {
+    RECORD_PASS = 0,
+    RECORD_ENABLE_THEN_PASS,
+    RECORD_WOULD_ENABLE,    /* observe mode: upgrade would have enabled */
+    RECORD_PASS_OBSERVED,   /* observe mode: nothing to do */
+};
+
+/* An end of a copy: a device ordinal, or -1 with a host kind. */
+enum record_kind {
+    RECORD_KIND_DEVICE = 0,
+    RECORD_KIND_POOL,
+    RECORD_KIND_MAPPED,
+    RECORD_KIND_MANAGED,
+    RECORD_KIND_PINNED,
+    RECORD_KIND_REGISTERED,
+    RECORD_KIND_UNKNOWN,
+};
+
+struct decision_record {
+    uint64_t id;       /* also the CUPTI external correlation id */
+    uint64_t t_ns;     /* CLOCK_MONOTONIC */
+    uint64_t bytes;
+    uint64_t stream;   /* the CUstream handle as given */
+    uint32_t tid;
+    uint16_t api;      /* enum hook_id */
+    int8_t src_dev, dst_dev;
+    uint8_t src_kind, dst_kind;  /* enum record_kind */
+    uint8_t action;    /* enum record_action */
+    uint8_t reason;    /* enum route_reason */
+};
+
+/* True when a run log is configured and could be opened (after shim_init).
+ * Cheap: one relaxed load. */
+bool record_enabled(void);
+
+/* A fresh record id (never 0). Ids increase across threads. */
+uint64_t record_next_id(void);
+
+/* Queues one record (its id from record_next_id). Never blocks. */
+void record_add(const struct decision_record *r);
+
+/* Queues an "event" line (LOG_FORMAT.md): what in {"peer-enable",
+ * "peer-enable-failed", "cupti-unavailable"}; from/to are devices or -1;
+ * detail is a short string or NULL. */
+void record_event(const char *what, int from, int to, uint64_t duration_ns,
+                  const char *detail);
+
+/* Queues an "activity" line joined to decision `decision` (CUPTI).
+ * kind: "PTOP", "DTOH", ... */
+void record_activity(uint64_t decision, const char *kind, uint64_t bytes,
+                     uint64_t start_ns, uint64_t end_ns, int src_dev, int dst_dev,
+                     uint32_t stream_id);
+
+/* Opens the run log and writes the header (from shim_init). cupti_state
+ * is the header's "cupti" text. */
+void record_open(const char *path, const char *mode, size_t limit);
+
+/* Sets the header's "cupti" text before the header is written (called at
+ * most once, before the first flush); later states go out as events. */
+void record_set_cupti_state(const char *state);
+
+/* Drains everything queued and writes a footer (exit and exec). Safe to
+ * call more than once: each call writes what is new and a footer. */
+void record_flush_final(void);
+
+/* Nanoseconds of CLOCK_MONOTONIC. */
+uint64_t record_now_ns(void);
+
+#endif

@@ -1,0 +1,84 @@
+/* hookbench: the shim's own cost per intercepted call, measured on the CPU
+ * against the stand-in driver (whose calls cost little and steadily, unlike
+ * a real driver's): run it without and with LD_PRELOAD=libp2pshim.so and
+ * subtract. For each kind of call it prints the median over batches of the
+ * time per call in ns. Not a test: figures for docs/ and for tuning. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+
+#define BATCHES 31
+#define PER_BATCH 2000
+
+static double now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+#define CHECK(call)                                                           \
+    do {                                                                      \
+        CUresult r_ = (call);                                                 \
+        if (r_ != CUDA_SUCCESS) {                                             \
+            fprintf(stderr, "hookbench: %s: %d\n", #call, (int)r_);           \
+            exit(1);                                                          \
+        }                                                                     \
+    } while (0)
+
+static CUdeviceptr a0, b0, a1;
+static char host[64];
+static CUcontext ctx0, ctx1;
+
+static void run(const char *what, int kind)
+{
+    double per_call[BATCHES];
+    for (int b = 0; b < BATCHES; b++) {
+        double t0 = now_ns();
+        for (int i = 0; i < PER_BATCH; i++) {
+            if (kind == 0)
+                CHECK(cuMemcpyDtoDAsync_v2(b0, a0, 4, NULL));
+            else if (kind == 1)
+                CHECK(cuMemcpyHtoDAsync_v2(a0, host, 4, NULL));
+            else if (kind == 2)
+                CHECK(cuMemcpyAsync(b0, a0, 4, NULL));
+            else
+                CHECK(cuMemcpyPeerAsync(a1, ctx1, a0, ctx0, 4, NULL));
+        }
+        double t1 = now_ns();
+        CHECK(cuStreamSynchronize(NULL)); /* the stand-in queues async work */
+        per_call[b] = (t1 - t0) / PER_BATCH;
+    }
+    qsort(per_call, BATCHES, sizeof per_call[0], cmp);
+    printf("%-34s %8.1f ns/call (median of %d x %d)\n", what, per_call[BATCHES / 2], BATCHES,
+           PER_BATCH);
+}
+
+int main(void)
+{
+    CHECK(cuInit(0));
+    CHECK(cuDevicePrimaryCtxRetain(&ctx0, 0));
+    CHECK(cuDevicePrimaryCtxRetain(&ctx1, 1));
+    CHECK(cuCtxSetCurrent(ctx1));
+    CHECK(cuMemAlloc_v2(&a1, 1 << 20));
+    CHECK(cuCtxSetCurrent(ctx0));
+    CHECK(cuMemAlloc_v2(&a0, 1 << 20));
+    CHECK(cuMemAlloc_v2(&b0, 1 << 20));
+    memset(host, 1, sizeof host);
+    run("same-device cuMemcpyDtoDAsync 4 B", 0);
+    run("cuMemcpyHtoDAsync 4 B", 1);
+    run("same-device cuMemcpyAsync 4 B", 2);
+    run("cross-device cuMemcpyPeerAsync 4 B", 3);
+    return 0;
+}
