@@ -342,6 +342,9 @@ static void open_log_file(void)
         if (log_pattern[i] == '%' && log_pattern[i + 1] == 'p') {
             j += (size_t)snprintf(path + j, sizeof path - j, "%d", (int)getpid());
             i++;
+        } else if (log_pattern[i] == '%' && log_pattern[i + 1] == '%') {
+            path[j++] = '%';
+            i++;
         } else {
             path[j++] = log_pattern[i];
         }
@@ -372,7 +375,7 @@ static void fork_child(void)
     atomic_store(&enabled, log_fd >= 0);
 }
 
-void record_open(const char *pattern, const char *mode, size_t limit)
+void record_open(const char *expanded, const char *mode, size_t limit)
 {
     size_t cap = 1024;
     while (cap < limit && cap < ((size_t)1 << 26))
@@ -388,7 +391,10 @@ void record_open(const char *pattern, const char *mode, size_t limit)
     ring_mask = cap - 1;
     reset_ring();
     mode_text = mode;
-    snprintf(log_pattern, sizeof log_pattern, "%s", pattern);
+    /* The variable as written, %p unexpanded: a forked child expands it
+     * again with its own pid. */
+    const char *raw = getenv("P2PSHIM_RUN_LOG");
+    snprintf(log_pattern, sizeof log_pattern, "%s", raw != NULL && raw[0] ? raw : expanded);
     open_log_file();
     if (log_fd < 0)
         return;

@@ -31,6 +31,12 @@ static void fork_release(void)
     peer_fork_release();
 }
 
+static void fork_child(void)
+{
+    fork_release();
+    stats_reset();
+}
+
 static void init_once_body(void)
 {
     config = config_get(); /* also opens the log (log.h) */
@@ -45,7 +51,7 @@ static void init_once_body(void)
         record_open(config->run_log, modes[config->mode], config->record_limit);
         atexit(record_flush_final);
     }
-    pthread_atfork(fork_prepare, fork_release, fork_release);
+    pthread_atfork(fork_prepare, fork_release, fork_child);
 }
 
 void shim_init(void)

@@ -2,6 +2,7 @@
 
 #include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "config.h"
 #include "log.h"
@@ -90,6 +91,18 @@ static void report_pair(const char *label, const struct stats_pair *p)
              label, (unsigned long long)p->copies, (unsigned long long)p->upgraded,
              (unsigned long long)p->passed, (unsigned long long)p->bytes,
              (unsigned long long)p->upgraded_bytes, reasons[0] ? reasons : "-");
+}
+
+void stats_reset(void)
+{
+    struct pair_counters *all[] = {&local_counts, &far_counts};
+    for (int s = 0; s < P2PSHIM_MAX_DEVICES; s++)
+        for (int d = 0; d < P2PSHIM_MAX_DEVICES; d++)
+            memset(&pairs[s][d], 0, sizeof pairs[s][d]);
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        memset(all[i], 0, sizeof *all[i]);
+    atomic_store(&enables_ok, 0);
+    atomic_store(&enables_failed, 0);
 }
 
 void stats_report(void)

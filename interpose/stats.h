@@ -31,4 +31,7 @@ void stats_get_pair(int src_dev, int dst_dev, struct stats_pair *out);
  * cross-GPU, by reason). Registered with atexit by shim_init. */
 void stats_report(void);
 
+/* Zeroes every counter: a forked child reports its own traffic only. */
+void stats_reset(void);
+
 #endif

@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""torch_smoke: PyTorch moving a 256 MiB tensor between two GPUs, directly
+(x.to('cuda:1'): PyTorch enables peer access itself) and through the host
+(x.cpu().to('cuda:1')), with exact checksums of the bytes.
+
+Prints only results that do not depend on timing or addresses, so the
+output with and without the shim must be identical (the test compares).
+Timings go to stderr, for the eye. Exit: 0 done and every copy equal to the
+source, 1 a mismatch, 77 no torch or fewer than two GPUs.
+"""
+import ctypes
+import hashlib
+import sys
+import time
+
+SKIP = 77
+NUMEL = 64 << 20            # int32 elements: 256 MiB
+SEED = 20240611
+
+
+def skip(why):
+    print("torch_smoke: SKIP: " + why)
+    sys.exit(SKIP)
+
+
+try:
+    import torch
+except Exception as e:  # ImportError, or a broken install
+    skip("torch not importable (%s)" % e.__class__.__name__)
+
+if not torch.cuda.is_available() or torch.cuda.device_count() < 2:
+    skip("fewer than two CUDA devices")
+
+
+def sha256(t):
+    """SHA-256 of a tensor's bytes, read on the host without numpy."""
+    c = t.detach().to("cpu").contiguous()
+    raw = ctypes.string_at(c.data_ptr(), c.numel() * c.element_size())
+    return hashlib.sha256(raw).hexdigest()
+
+
+def exact_sum(t):
+    """Exact integer sum (int64 accumulation of int32 values cannot wrap)."""
+    return int(t.to(torch.int64).sum().item())
+
+
+def timed(label, fn):
+    torch.cuda.synchronize(0)
+    torch.cuda.synchronize(1)
+    t0 = time.perf_counter()
+    out = fn()
+    torch.cuda.synchronize(0)
+    torch.cuda.synchronize(1)
+    print("torch_smoke: %-22s %.3f ms" % (label, (time.perf_counter() - t0) * 1e3),
+          file=sys.stderr)
+    return out
+
+
+def main():
+    gen = torch.Generator(device="cuda:0")
+    gen.manual_seed(SEED)
+    x = torch.randint(-2**31, 2**31 - 1, (NUMEL,), dtype=torch.int32,
+                      device="cuda:0", generator=gen)
+    y1 = timed("x.to('cuda:1')", lambda: x.to("cuda:1"))
+    y2 = timed("x.cpu().to('cuda:1')", lambda: x.cpu().to("cuda:1"))
+    z = timed("y1.to('cuda:0')", lambda: y1.to("cuda:0"))
+
+    rows = [("x (cuda:0)", x), ("y1 = x.to(cuda:1)", y1),
+            ("y2 = x.cpu().to(cuda:1)", y2), ("z = y1.to(cuda:0)", z)]
+    for name, t in rows:
+        print("torch_smoke: %-24s device=%s sum=%d sha256=%s"
+              % (name, t.device, exact_sum(t), sha256(t)))
+    eq = {
+        "y1==y2": torch.equal(y1, y2),
+        "y1==x": torch.equal(y1.to("cuda:0"), x),
+        "z==x": torch.equal(z, x),
+    }
+    for k, v in eq.items():
+        print("torch_smoke: %s %s" % (k, v))
+    ok = all(eq.values())
+    print("torch_smoke: %s" % ("all equal" if ok else "MISMATCH"))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

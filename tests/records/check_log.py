@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Runs rec_probe under the shim with a run log and checks the log.
+
+check_log.py CASE PROBE PRELOAD STANDIN_DIR
+CASE: paths | observe | fork | exec | many | many_capped
+The checks read the log as any consumer would (docs/LOG_FORMAT.md) and
+compare it with what the probe did and what the stand-in counted."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+failures = []
+
+
+def expect(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def run(probe, scenario, env_extra, preload, standin):
+    env = dict(os.environ)
+    env["LD_LIBRARY_PATH"] = standin
+    env.update(env_extra)
+    if preload:
+        env["LD_PRELOAD"] = preload
+    p = subprocess.run([probe, scenario], env=env, capture_output=True, text=True, timeout=120)
+    return p
+
+
+def read_log(path):
+    lines = [json.loads(l) for l in open(path) if l.strip()]
+    expect(lines and lines[0].get("type") == "header", f"{path}: first line is the header")
+    expect(lines and lines[-1].get("type") == "footer", f"{path}: last line is a footer")
+    if lines and lines[0].get("type") == "header":
+        h = lines[0]
+        expect(h.get("format") == "p2pshim-log" and h.get("version") == 1, "header format v1")
+    decisions = [l for l in lines if l.get("type") == "decision"]
+    ids = [d["id"] for d in decisions]
+    expect(len(ids) == len(set(ids)), "decision ids unique")
+    footer = lines[-1] if lines else {}
+    expect(footer.get("records") == len(decisions),
+           f"footer records {footer.get('records')} == {len(decisions)} decisions")
+    return lines, decisions, footer
+
+
+def cross(decisions):
+    return [d for d in decisions if d["src"]["dev"] >= 0 and d["dst"]["dev"] >= 0
+            and d["src"]["dev"] != d["dst"]["dev"]]
+
+
+def main():
+    case, probe, preload, standin = sys.argv[1:5]
+    tmp = tempfile.mkdtemp(prefix="p2p-records-")
+    pattern = os.path.join(tmp, "run-%p.jsonl")
+    env = {"P2PSHIM_RUN_LOG": pattern}
+    scenario = {"observe": "paths", "many_capped": "many"}.get(case, case)
+    if case == "observe":
+        env["P2PSHIM_MODE"] = "observe"
+        env["P2PSHIM_CUPTI"] = "0"
+    if case == "many_capped":
+        env["P2PSHIM_RECORD_LIMIT"] = "1K"
+    p = run(probe, scenario, env, preload, standin)
+    expect(p.returncode == 0, f"probe exited {p.returncode}: {p.stderr.strip()}")
+    logs = sorted(os.listdir(tmp))
+    parent_log = os.path.join(tmp, "run-%d.jsonl" % p.pid) if hasattr(p, "pid") else None
+    out = p.stdout
+
+    if case in ("paths", "observe"):
+        expect(len(logs) == 1, f"one log file, found {logs}")
+        lines, decisions, footer = read_log(os.path.join(tmp, logs[0]))
+        by_api = {}
+        for d in decisions:
+            by_api.setdefault(d["api"], []).append(d)
+        expect(len(decisions) == 5, f"5 decisions, found {len(decisions)}")
+        h2d = by_api.get("cuMemcpyHtoD_v2", [{}])[0]
+        expect(h2d.get("reason") == "host-memory" and h2d.get("src", {}).get("kind") == "unknown",
+               "host-to-device from pageable memory: host-memory, kind unknown")
+        peer = by_api.get("cuMemcpyPeer", [{}])[0]
+        want = "would-enable" if case == "observe" else "enable-then-pass"
+        expect(peer.get("action") == want and peer.get("reason") == "upgraded",
+               f"cuMemcpyPeer: action {peer.get('action')} reason {peer.get('reason')}, want {want}")
+        dtod = by_api.get("cuMemcpyDtoD_v2", [{}])[0]
+        expect(dtod.get("reason") == "same-device", "same-device copy")
+        dtoh = by_api.get("cuMemcpyDtoH_v2", [{}])[0]
+        expect(dtoh.get("reason") == "host-memory" and dtoh.get("src", {}).get("dev") == 1,
+               "device-to-host from device 1")
+        pool = by_api.get("cuMemcpyPeerAsync", [{}])[0]
+        expect(pool.get("reason") == "pool-memory" and pool.get("src", {}).get("kind") == "pool",
+               f"pool copy: reason {pool.get('reason')}")
+        events = [l for l in lines if l.get("type") == "event" and l.get("what") == "peer-enable"]
+        header = lines[0]
+        if case == "observe":
+            expect(header.get("mode") == "observe", "header mode observe")
+            expect(not events, "observe mode enabled nothing")
+            ref = run(probe, "paths", {}, None, standin)
+            expect(ref.stdout == out, f"observe changed what the program sees: "
+                   f"{out.strip()} vs without the shim {ref.stdout.strip()}")
+            expect("peer=0" in out, "observe: nothing went peer")
+        else:
+            expect(len(events) == 1 and events[0]["from"] == 0 and events[0]["to"] == 1,
+                   "one peer-enable event 0->1")
+            # the cross copy (and the pool copy, which the stand-in lets ride
+            # the context link) went peer; nothing was staged
+            expect("staged=0" in out and "peer=0" not in out,
+                   f"upgrade: cross copies went peer ({out.strip()})")
+    elif case == "fork":
+        child = int(out.split("child=")[1].split()[0])
+        expect(len(logs) == 2, f"two logs (parent and child), found {logs}")
+        for name in logs:
+            lines, decisions, footer = read_log(os.path.join(tmp, name))
+            n = len(cross(decisions))
+            if name == "run-%d.jsonl" % child:
+                expect(n == 2, f"child log: 2 cross decisions, found {n}")
+                expect(lines[0].get("pid") == child, "child header names the child")
+            else:
+                expect(n == 1, f"parent log: 1 cross decision, found {n}")
+    elif case == "exec":
+        expect(len(logs) == 1, f"one log, found {logs}")
+        lines, decisions, footer = read_log(os.path.join(tmp, logs[0]))
+        expect(len(cross(decisions)) == 1, "the copy before exec is in the log")
+    elif case in ("many", "many_capped"):
+        lines, decisions, footer = read_log(os.path.join(tmp, logs[0]))
+        total = footer.get("records", 0) + footer.get("dropped", 0)
+        # 20000 copies plus nothing else: every one written or counted dropped
+        expect(total == 20000, f"records + dropped = {total}, want 20000")
+        if case == "many":
+            expect(footer.get("dropped") == 0, "no drop with the default limit")
+        tids = {d["tid"] for d in decisions}
+        expect(len(tids) >= 2 or case == "many_capped", f"several threads recorded: {len(tids)}")
+    else:
+        print("unknown case", case)
+        return 2
+    for name in os.listdir(tmp):
+        os.unlink(os.path.join(tmp, name))
+    os.rmdir(tmp)
+    print(f"{case}: {'FAILED' if failures else 'ok'}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

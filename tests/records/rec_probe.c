@@ -1,0 +1,120 @@
+/* rec_probe SCENARIO: copies through the stand-in driver whose decision
+ * records check_log.py then reads back from the run log.
+ *   paths    one copy of each path: upgraded, same device, host to device,
+ *            device to host, pool memory (passed: pool-memory)
+ *   fork     a copy, then a forked child making two copies of its own
+ *   exec     a copy, then exec of /bin/true (the log must be footed)
+ *   many     20000 copies from 4 threads (ring and writer under load)
+ * Prints "staged=N peer=N" (the stand-in's counters) so the observe-mode
+ * test can check that nothing the program does changed. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cuda.h>
+
+#include "standin.h"
+
+#define CHECK(call)                                                           \
+    do {                                                                      \
+        CUresult r_ = (call);                                                 \
+        if (r_ != CUDA_SUCCESS) {                                             \
+            fprintf(stderr, "rec_probe: %s: %d\n", #call, (int)r_);           \
+            exit(1);                                                          \
+        }                                                                     \
+    } while (0)
+
+static CUcontext ctx[2];
+static CUdeviceptr a0, b0, a1;
+static char host[4096];
+
+static void cross(void)
+{
+    CHECK(cuCtxSetCurrent(ctx[0]));
+    CHECK(cuMemcpyPeer(a1, ctx[1], a0, ctx[0], 4096));
+}
+
+static void *many_copies(void *arg)
+{
+    (void)arg;
+    CHECK(cuCtxSetCurrent(ctx[0]));
+    for (int i = 0; i < 5000; i++)
+        CHECK(cuMemcpyDtoD(b0, a0, 64));
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    const char *sc = argc > 1 ? argv[1] : "paths";
+    CHECK(cuInit(0));
+    CHECK(cuDevicePrimaryCtxRetain(&ctx[0], 0));
+    CHECK(cuDevicePrimaryCtxRetain(&ctx[1], 1));
+    CHECK(cuCtxSetCurrent(ctx[1]));
+    CHECK(cuMemAlloc(&a1, 1 << 16));
+    CHECK(cuCtxSetCurrent(ctx[0]));
+    CHECK(cuMemAlloc(&a0, 1 << 16));
+    CHECK(cuMemAlloc(&b0, 1 << 16));
+    memset(host, 7, sizeof host);
+
+    if (strcmp(sc, "paths") == 0) {
+        CHECK(cuMemcpyHtoD(a0, host, 4096));
+        cross();
+        CHECK(cuMemcpyDtoD(b0, a0, 4096));
+        CHECK(cuCtxSetCurrent(ctx[1]));
+        CHECK(cuMemcpyDtoH(host, a1, 4096));
+        CUdeviceptr pool;
+        CHECK(cuCtxSetCurrent(ctx[0]));
+        CHECK(cuMemAllocAsync(&pool, 4096, NULL));
+        CHECK(cuMemcpyPeerAsync(a1, ctx[1], pool, ctx[0], 4096, NULL));
+        CHECK(cuMemFreeAsync(pool, NULL));
+        CHECK(cuCtxSynchronize());
+        for (int i = 0; i < 4096; i++)
+            if (host[i] != 7) {
+                fprintf(stderr, "rec_probe: wrong byte at %d\n", i);
+                return 1;
+            }
+    } else if (strcmp(sc, "fork") == 0) {
+        cross();
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid == 0) {
+            /* The stand-in keeps working in the child (a real driver would
+             * not): the child's records go to its own log. */
+            cross();
+            cross();
+            exit(0);
+        }
+        int status = 0;
+        waitpid(pid, &status, 0);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            return 1;
+        printf("child=%d\n", (int)pid);
+    } else if (strcmp(sc, "exec") == 0) {
+        cross();
+        struct standin_stats s;
+        standin_get_stats(&s);
+        printf("staged=%llu peer=%llu\n", (unsigned long long)s.staged_copies,
+               (unsigned long long)s.peer_copies);
+        fflush(stdout);
+        execl("/bin/true", "true", (char *)NULL);
+        return 1;
+    } else if (strcmp(sc, "many") == 0) {
+        pthread_t th[4];
+        for (int i = 0; i < 4; i++)
+            pthread_create(&th[i], NULL, many_copies, NULL);
+        for (int i = 0; i < 4; i++)
+            pthread_join(th[i], NULL);
+    } else {
+        fprintf(stderr, "rec_probe: unknown scenario %s\n", sc);
+        return 2;
+    }
+    struct standin_stats s;
+    standin_get_stats(&s);
+    printf("staged=%llu peer=%llu\n", (unsigned long long)s.staged_copies,
+           (unsigned long long)s.peer_copies);
+    return 0;
+}

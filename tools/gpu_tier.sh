@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# gpu_tier.sh: the GPU tier in one command, on the GPU machine.
+#
+#   tools/gpu_tier.sh [--no-build] [--no-tests] [--no-bench]
+#                     [--rounds N] [--bench-args "..."]
+#
+# 1. prints the GPU topology (nvidia-smi topo -m);
+# 2. configures and builds (cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release,
+#    16 jobs); uthash comes from .deps/include, carried with the tree;
+# 3. runs ctest -L gpu --output-on-failure;
+# 4. runs tools/p2pbench/run_bench.py (results: docs/p2pbench-results.json);
+# 5. copies logs and JSON to $OUT when set (8 files at most);
+# 6. prints a summary table last: each gpu test pass/fail/skip, each
+#    benchmark criterion.
+# The machine has no internet: nothing here fetches anything, and the
+# variables below make pip and friends fail fast instead of hanging.
+# Exit: 0 when everything that ran passed, 1 otherwise.
+set -u -o pipefail
+cd "$(dirname "$0")/.." || exit 1
+ROOT=$PWD
+BUILD=${P2PSHIM_GPU_BUILD:-build-gpu}
+LOGS=$ROOT/$BUILD/gpu-tier
+do_build=1 do_tests=1 do_bench=1 rounds=2 bench_args=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --no-build) do_build=0; shift ;;
+    --no-tests) do_tests=0; shift ;;
+    --no-bench) do_bench=0; shift ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --bench-args) bench_args=$2; shift 2 ;;
+    *) echo "gpu_tier.sh: unknown argument $1" >&2; exit 2 ;;
+    esac
+done
+export PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 HF_HUB_OFFLINE=1
+export CMAKE_BUILD_PARALLEL_LEVEL=16
+mkdir -p "$LOGS"
+status=0
+build_state=skipped tests_state=skipped bench_state=skipped
+
+echo "== nvidia-smi topo -m"
+if command -v nvidia-smi >/dev/null 2>&1; then
+    { nvidia-smi topo -m; echo; nvidia-smi -L;
+      nvidia-smi --query-gpu=index,name,driver_version,pci.bus_id --format=csv; } \
+        2>&1 | tee "$LOGS/topo.txt"
+else
+    echo "nvidia-smi not found" | tee "$LOGS/topo.txt"
+fi
+
+if [ "$do_build" = 1 ]; then
+    echo "== configure and build ($BUILD)"
+    [ -f .deps/include/uthash.h ] ||
+        echo "note: .deps/include/uthash.h missing; configure finds uthash only if installed"
+    if { cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release &&
+         cmake --build "$BUILD" -j16; } >"$LOGS/build.log" 2>&1; then
+        build_state=ok
+        echo "build ok (log: $LOGS/build.log)"
+    else
+        build_state=FAILED status=1 do_tests=0 do_bench=0
+        echo "BUILD FAILED; last lines of $LOGS/build.log:"
+        tail -n 40 "$LOGS/build.log"
+    fi
+fi
+
+if [ "$do_tests" = 1 ]; then
+    echo "== ctest -L gpu"
+    if ctest --test-dir "$BUILD" -L gpu --output-on-failure \
+             --output-junit "$LOGS/ctest-gpu.xml" 2>&1 | tee "$LOGS/ctest.log"; then
+        tests_state=ok
+    else
+        tests_state=FAILED status=1
+    fi
+    tar -czf "$LOGS/transcripts.tar.gz" -C "$BUILD/tests/gpu" transcripts 2>/dev/null ||
+        rm -f "$LOGS/transcripts.tar.gz"
+fi
+
+if [ "$do_bench" = 1 ]; then
+    echo "== run_bench.py"
+    if python3 tools/p2pbench/run_bench.py --build-dir "$BUILD" --rounds "$rounds" \
+               --bench-args "$bench_args" --json docs/p2pbench-results.json 2>&1 |
+           tee "$LOGS/bench.log"; then
+        bench_state=ok
+    else
+        bench_state=FAILED status=1
+    fi
+fi
+
+# The summary table: from ctest's log and run_bench's criteria lines.
+python3 - "$LOGS" "$build_state" "$tests_state" "$bench_state" >"$LOGS/summary.txt" <<'EOF'
+import os, re, sys
+logs, build, tests, bench = sys.argv[1:5]
+print("== gpu tier summary")
+print("build: %s   tests: %s   bench: %s" % (build, tests, bench))
+pat = re.compile(r"Test\s+#\d+: (\S+) \.*\s*(?:\*\*\*)?([A-Za-z][A-Za-z ]*?)(?::[^\d]*)?\s+[\d.]+ sec")
+path = os.path.join(logs, "ctest.log")
+if os.path.exists(path):
+    for line in open(path, errors="replace"):
+        m = pat.search(line)
+        if m:
+            word = m.group(2).strip().lower()
+            state = {"passed": "pass", "skipped": "skip", "not run": "skip"}.get(word, "FAIL")
+            print("  %-4s %s%s" % (state, m.group(1), "" if state != "FAIL" else " (%s)" % word))
+path = os.path.join(logs, "bench.log")
+if os.path.exists(path):
+    lines = open(path, errors="replace").read().splitlines()
+    if "== acceptance criteria" in lines:
+        print("benchmark criteria:")
+        for l in lines[lines.index("== acceptance criteria") + 1:]:
+            print("  " + (l if len(l) < 150 else l[:147] + "..."))
+EOF
+
+if [ -n "${OUT:-}" ]; then
+    mkdir -p "$OUT"
+    for f in topo.txt build.log ctest.log ctest-gpu.xml bench.log summary.txt \
+             transcripts.tar.gz; do
+        [ -f "$LOGS/$f" ] && cp "$LOGS/$f" "$OUT/"
+    done
+    [ -f docs/p2pbench-results.json ] && [ "$do_bench" = 1 ] &&
+        cp docs/p2pbench-results.json "$OUT/"
+fi
+cat "$LOGS/summary.txt"
+exit $status
