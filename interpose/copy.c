@@ -157,16 +157,21 @@ static uint8_t record_kind_of(const struct route_end *e)
     return map[e->kind];
 }
 
+/* CUPTI, when wanted, starts before this call's first record or event, so
+ * the run log's header (written with the first of them) tells its state. */
+static bool want_cupti(const struct p2pshim_config *cfg)
+{
+    return record_enabled() &&
+           (cfg->cupti > 0 || (cfg->cupti < 0 && cfg->mode == P2PSHIM_MODE_OBSERVE));
+}
+
 /* Starts CUPTI (once, lazily: a copy is the first moment it is wanted) and
  * writes this copy's decision record. */
 static void record_decision(struct copy_call *call, const struct end *src,
                             const struct end *dst, size_t bytes, enum record_action action,
                             enum route_reason reason)
 {
-    const struct p2pshim_config *cfg = shim_config();
-    bool want_cupti = cfg->cupti > 0 || (cfg->cupti < 0 && cfg->mode == P2PSHIM_MODE_OBSERVE);
-    /* Before the first record, so the log's header tells CUPTI's state. */
-    bool cupti_on = want_cupti && cupti_start();
+    bool cupti_on = want_cupti(shim_config()) && cupti_start();
     struct decision_record r;
     r.id = record_next_id();
     r.t_ns = record_now_ns();
@@ -190,6 +195,8 @@ static void decide_and_act(struct copy_call *call, struct end *src, struct end *
                            size_t bytes)
 {
     const struct p2pshim_config *cfg = shim_config();
+    if (want_cupti(cfg))
+        cupti_start();
     struct route_input in = {0};
     in.src = src->route;
     in.dst = dst->route;

@@ -234,6 +234,10 @@ static void start_body(void)
     api.unsubscribe(probe);
     if (api.register_callbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS ||
         api.enable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) != CUPTI_SUCCESS ||
+        /* External correlation records come with driver API records (and
+         * carry their correlation id, which the copy records share): the
+         * API records themselves are skipped. */
+        api.enable(CUPTI_ACTIVITY_KIND_DRIVER) != CUPTI_SUCCESS ||
         api.enable(CUPTI_ACTIVITY_KIND_MEMCPY) != CUPTI_SUCCESS ||
         api.enable(CUPTI_ACTIVITY_KIND_MEMCPY2) != CUPTI_SUCCESS) {
         unavailable("activity collection could not be enabled");

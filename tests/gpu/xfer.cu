@@ -1,0 +1,74 @@
+// xfer: an ordinary multi-GPU program, as p2pshim's users run it: it never
+// enables peer access and moves buffers between GPU 0 and GPU 1 with
+// cudaMemcpyPeerAsync, cudaMemcpy and cudaMemcpyPeer at a few sizes, then
+// checks every byte. With --hold-cupti it first takes CUPTI for itself, as
+// Nsight Systems would (a second subscriber). No CUPTI otherwise: the
+// run-log tests read the shim's own CUPTI records. Exit 77 without 2 GPUs.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <cuda_runtime.h>
+#include <cupti.h>
+
+#include "pattern.cuh"
+
+#define CK(call)                                                                \
+    do {                                                                        \
+        cudaError_t e_ = (call);                                                \
+        if (e_ != cudaSuccess) {                                                \
+            fprintf(stderr, "xfer: %s: %s\n", #call, cudaGetErrorString(e_));   \
+            return 1;                                                           \
+        }                                                                       \
+    } while (0)
+
+static void CUPTIAPI ignore(void *, CUpti_CallbackDomain, CUpti_CallbackId, const void *)
+{
+}
+
+int main(int argc, char **argv)
+{
+    bool hold = argc > 1 && strcmp(argv[1], "--hold-cupti") == 0;
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n < 2) {
+        printf("xfer: needs two GPUs\n");
+        return 77;
+    }
+    /* Before the first copy: the shim starts CUPTI lazily, at its first. */
+    CUpti_SubscriberHandle sub;
+    if (hold && cuptiSubscribe(&sub, ignore, NULL) != CUPTI_SUCCESS) {
+        fprintf(stderr, "xfer: could not take CUPTI\n");
+        return 1;
+    }
+    const size_t sizes[] = {64u << 10, 4u << 20, 64u << 20};
+    const size_t max = 64u << 20;
+    void *a, *b;
+    CK(cudaSetDevice(1));
+    CK(cudaMalloc(&b, max));
+    CK(cudaSetDevice(0));
+    CK(cudaMalloc(&a, max));
+    unsigned long long bad = 0, total = 0;
+    for (size_t s : sizes) {
+        for (int api = 0; api < 3; api++) {
+            CK(p2pk_fill(a, s, 100 + api, cudaStreamLegacy));
+            CK(cudaDeviceSynchronize());
+            if (api == 0) {
+                CK(cudaMemcpyPeerAsync(b, 1, a, 0, s, 0));
+                CK(cudaStreamSynchronize(0));
+            } else if (api == 1) {
+                CK(cudaMemcpy(b, a, s, cudaMemcpyDefault));
+            } else {
+                CK(cudaMemcpyPeer(b, 1, a, 0, s));
+            }
+            p2pk_verify_result v;
+            CK(cudaSetDevice(1));
+            CK(p2pk_verify_sync(b, s, 100 + api, &v, cudaStreamLegacy));
+            CK(cudaSetDevice(0));
+            bad += v.mismatches;
+            total += s;
+        }
+    }
+    printf("xfer: %llu bytes across, %llu wrong\n", total, bad);
+    if (hold)
+        cuptiUnsubscribe(sub);
+    return bad ? 1 : 0;
+}
