@@ -1,0 +1,280 @@
+#!/bin/sh
+# launcher_test.sh CASE: the launcher's tests (CPU tier). One case per
+# CTest test; see CMakeLists.txt here for the cases and the variables:
+#   LT_LAUNCHER  the p2pshim executable      LT_PROBE   lt_probe
+#   LT_SHIM      libp2pshim.so (build tree)  LT_DUMMY   liblt_dummy.so
+#   LT_SAN       sanitizer runtime to preload first ("" in plain builds)
+#   LT_STANDIN   folder of the stand-in libcuda.so.1
+#   LT_DEMO      p2pdemo                     LT_BUILD   the build folder
+#   LT_CMAKE     cmake                       LT_VERSION the project version
+# LD_PRELOAD is put on the commands run, never on this shell.
+set -u
+L=$LT_LAUNCHER
+P=$LT_PROBE
+SAN=${LT_SAN:-}
+dir=$(mktemp -d "${TMPDIR:-/tmp}/lt.XXXXXX") || exit 1
+trap 'rm -rf "$dir"' EXIT
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+
+# launch [VAR=value...] -- ARGS...: runs the launcher with LD_PRELOAD=$SAN
+# (plus the variables given); stdout in $dir/out, stderr in $dir/err, the
+# status in $rc.
+launch() {
+    vars=""
+    while [ "$1" != "--" ]; do vars="$vars $1"; shift; done
+    shift
+    # shellcheck disable=SC2086
+    env LD_PRELOAD="$SAN" $vars "$L" "$@" >"$dir/out" 2>"$dir/err"
+    rc=$?
+}
+expect_rc() { # what, expected
+    [ "$rc" -eq "$2" ] || { bad "$1: exit $rc, expected $2"; cat "$dir/out" "$dir/err"; }
+}
+expect_out() { # what, fixed string expected in stdout
+    grep -qF -- "$2" "$dir/out" || { bad "$1: stdout lacks '$2'"; cat "$dir/out"; }
+}
+expect_err() { # what, extended regex expected in stderr
+    grep -qE -- "$2" "$dir/err" || { bad "$1: stderr lacks /$2/"; cat "$dir/err"; }
+}
+# The LD_PRELOAD the program should see: the sanitizer runtime first.
+with_san() { if [ -n "$SAN" ]; then echo "$SAN:$1"; else echo "$1"; fi; }
+shim=$(realpath "$LT_SHIM")
+
+case_help() {
+    launch -- --help; expect_rc "--help" 0; expect_out "--help" "usage: p2pshim COMMAND"
+    expect_out "--help" "127 program"
+    launch -- run --help; expect_rc "run --help" 0
+    expect_out "run --help" "usage: p2pshim run"; expect_out "run --help" "exit status"
+    cp "$dir/out" "$dir/run_help"
+    launch -- help run; expect_rc "help run" 0
+    cmp -s "$dir/out" "$dir/run_help" || bad "help run differs from run --help"
+    launch -- topo --help; expect_rc "topo --help" 0
+    expect_out "topo --help" "usage: p2pshim topo"; expect_out "topo --help" "--measure"
+    launch -- --version; expect_rc "--version" 0; expect_out "--version" "p2pshim $LT_VERSION"
+    launch --; expect_rc "no arguments" 2; expect_err "no arguments" "usage: p2pshim"
+    launch -- frobnicate; expect_rc "unknown command" 2
+    expect_err "unknown command" "^p2pshim: unknown command 'frobnicate'"
+    launch -- --frob; expect_rc "unknown option" 2
+    launch -- topo --frob; expect_rc "topo --frob" 2
+    expect_err "topo --frob" "unknown argument '--frob'"
+}
+
+case_preload() {
+    # P2PSHIM_LIBRARY, then the build tree's interpose/ found by itself.
+    launch "P2PSHIM_LIBRARY=$LT_SHIM" -- run "$P" env; expect_rc "run env" 0
+    expect_out "run env" "LD_PRELOAD=$(with_san "$shim")"
+    expect_out "run env" "mapped libp2pshim.so"
+    grep -q P2PSHIM_LIBRARY "$dir/out" && bad "run env: P2PSHIM_LIBRARY reached the program"
+    [ -s "$dir/err" ] && bad "run env: stderr not empty: $(cat "$dir/err")"
+    launch -- run -- "$P" env; expect_rc "run -- env (found)" 0
+    expect_out "run -- env (found)" "LD_PRELOAD=$(with_san "$shim")"
+    # Relative program names go through PATH, as with a shell.
+    launch "PATH=$(dirname "$P"):$PATH" -- run "$(basename "$P")" env
+    expect_rc "run via PATH" 0; expect_out "run via PATH" "mapped libp2pshim.so"
+}
+
+case_keep_preload() {
+    dummy=$LT_DUMMY
+    env LD_PRELOAD="$(with_san "$dummy")" "$L" run "$P" env >"$dir/out" 2>"$dir/err"; rc=$?
+    expect_rc "existing LD_PRELOAD" 0
+    expect_out "existing LD_PRELOAD" "LD_PRELOAD=$(with_san "$shim:$dummy")"
+    expect_out "existing LD_PRELOAD" "mapped liblt_dummy.so"
+    # One shim only, separators normalised, order kept.
+    env LD_PRELOAD="$(with_san "$shim") $dummy:$shim" "$L" run "$P" env >"$dir/out" 2>&1
+    rc=$?
+    expect_rc "shim already there" 0
+    expect_out "shim already there" "LD_PRELOAD=$(with_san "$shim:$dummy")"
+}
+
+case_options() {
+    cd "$dir" || exit 1
+    launch -- run --observe --set LOG=info --set P2PSHIM_PAIRS=0-1 --log rel-%p.jsonl \
+        --set MIN_BYTES= "$P" env
+    expect_rc "options" 0
+    expect_out "options" "P2PSHIM_MODE=observe"
+    expect_out "options" "P2PSHIM_LOG=info"
+    expect_out "options" "P2PSHIM_PAIRS=0-1"
+    expect_out "options" "P2PSHIM_RUN_LOG=$dir/rel-%p.jsonl"
+    expect_out "options" "P2PSHIM_MIN_BYTES="
+    # Later options win; --x=value works as --x value.
+    launch -- run --observe --mode=upgrade --set MODE=off --mode upgrade "$P" env
+    expect_rc "later wins" 0; expect_out "later wins" "P2PSHIM_MODE=upgrade"
+    launch -- run --mode off "$P" env; expect_out "--mode off" "P2PSHIM_MODE=off"
+    # The program's own options are the program's.
+    launch -- run "$P" env --observe; expect_rc "program options" 0
+    grep -q P2PSHIM_MODE "$dir/out" && bad "program options: --observe was taken"
+    # Bad input: one line, exit 2.
+    for args in "--mode fast $P env" "--set NOPE=1 $P env" "--set LOG $P env" \
+        "--report= $P env" "--log" "--bogus $P env" "" "--"; do
+        # shellcheck disable=SC2086
+        launch -- run $args
+        expect_rc "run $args" 2
+        [ "$(wc -l <"$dir/err")" -eq 1 ] || bad "run $args: not one line: $(cat "$dir/err")"
+        grep -q "^p2pshim: " "$dir/err" || bad "run $args: no prefix: $(cat "$dir/err")"
+    done
+}
+
+case_exit_codes() {
+    launch -- run "$P" exit 3; expect_rc "exit 3" 3
+    launch -- run "$P" exit 0; expect_rc "exit 0" 0
+    launch -- run "$P" signal 9; expect_rc "SIGKILL" 137
+    expect_err "SIGKILL" "killed by signal 9"
+    launch -- run "$P" signal 15; expect_rc "SIGTERM" 143
+}
+
+case_not_found() {
+    launch -- run no-such-program-p2pshim-test; expect_rc "not found" 127
+    expect_err "not found" "^p2pshim: no-such-program-p2pshim-test: program not found$"
+    launch -- run "$dir/nothing/here"; expect_rc "not found (path)" 127
+    printf 'not a program\n' >"$dir/plain"
+    chmod 644 "$dir/plain"
+    launch -- run "$dir/plain"; expect_rc "not executable" 126
+    expect_err "not executable" "cannot run: Permission denied"
+}
+
+case_no_library() {
+    launch "P2PSHIM_LIBRARY=$dir/none/libp2pshim.so" -- run "$P" env
+    expect_rc "P2PSHIM_LIBRARY missing" 3
+    expect_err "P2PSHIM_LIBRARY missing" "^p2pshim: P2PSHIM_LIBRARY=.*: No such file"
+    # A launcher with no library beside it, in ../lib or ../../interpose.
+    mkdir -p "$dir/a/b/bin"
+    cp "$L" "$dir/a/b/bin/p2pshim"
+    L=$dir/a/b/bin/p2pshim launch -- run "$P" env
+    expect_rc "no library" 3; expect_err "no library" "libp2pshim.so not found"
+    # An installed layout: bin/p2pshim finds lib/libp2pshim.so, also
+    # through a symlink to it.
+    mkdir -p "$dir/a/b/lib" "$dir/links"
+    cp "$LT_SHIM" "$dir/a/b/lib/libp2pshim.so"
+    ln -s "$dir/a/b/bin/p2pshim" "$dir/links/p2pshim"
+    L=$dir/links/p2pshim launch -- run "$P" env
+    expect_rc "prefix layout" 0
+    expect_out "prefix layout" "LD_PRELOAD=$(with_san "$dir/a/b/lib/libp2pshim.so")"
+}
+
+case_signals() {
+    env LD_PRELOAD="$SAN" "$L" run "$P" wait "$dir/ready" >"$dir/out" 2>"$dir/err" &
+    pid=$!
+    i=0
+    while [ ! -e "$dir/ready" ] && [ $i -lt 500 ]; do sleep 0.02; i=$((i + 1)); done
+    [ -e "$dir/ready" ] || bad "the program never started"
+    kill -TERM "$pid"
+    wait "$pid"; rc=$?
+    expect_rc "SIGTERM forwarded once" 41
+    expect_out "SIGTERM forwarded" "got 1 signal(s)"
+}
+
+case_topo_list() {
+    # Where NVML is installed (the GPU machines) it is found, and finds
+    # none of the stand-in's devices; elsewhere topo must say so.
+    nvml=no
+    if ldconfig -p 2>/dev/null | grep -q libnvidia-ml.so.1; then nvml=yes; fi
+    for d in $(echo "${LD_LIBRARY_PATH:-}" | tr ':' ' '); do
+        [ -e "$d/libnvidia-ml.so.1" ] && nvml=yes
+    done
+    launch "LD_LIBRARY_PATH=$LT_STANDIN" -- topo; expect_rc "topo" 0
+    expect_out "topo" "2 devices"
+    expect_out "topo" "GPU0   0000:10:00.0   Stand-in GPU 0"
+    expect_out "topo" "GPU1   0000:11:00.0   Stand-in GPU 1"
+    grep -qE "^  GPU0 +- +yes" "$dir/out" || bad "topo: peer row 0: $(cat "$dir/out")"
+    grep -qE "^  GPU1 +yes +-" "$dir/out" || bad "topo: peer row 1: $(cat "$dir/out")"
+    [ $nvml = no ] && expect_out "topo" "Links: NVML unavailable"
+    launch "LD_LIBRARY_PATH=$LT_STANDIN" STANDIN_TOPOLOGY=none STANDIN_DEVICES=3 -- topo
+    expect_rc "topo none" 0; expect_out "topo none" "3 devices"
+    grep -qE "^  GPU2 +no +no +-" "$dir/out" || bad "topo none: $(cat "$dir/out")"
+    launch "LD_LIBRARY_PATH=$LT_STANDIN" -- topo --json --output "$dir/t.json"
+    expect_rc "topo --json" 0
+    check_table "$dir/t.json" false
+    launch "LD_LIBRARY_PATH=$dir/empty" -- topo; expect_rc "no driver" 1
+    expect_err "no driver" "^p2pshim: topo: no CUDA driver"
+}
+
+# check_table FILE MEASURED: the bandwidth table's structure.
+check_table() {
+    command -v python3 >/dev/null 2>&1 || { grep -q '"format":"p2pshim-topo"' "$1" ||
+        bad "table $1: $(cat "$1")"; return; }
+    python3 - "$1" "$2" <<'PY' || bad "table $1: $(cat "$1")"
+import json, sys
+t = json.load(open(sys.argv[1]))
+measured = sys.argv[2] == "true"
+assert t["format"] == "p2pshim-topo" and t["version"] == 1, t
+assert isinstance(t["driver"], int) and t["measured"] == measured
+assert [d["ordinal"] for d in t["devices"]] == [0, 1]
+assert all(d["name"].startswith("Stand-in GPU") and d["pci"] for d in t["devices"])
+pairs = sorted((l["src"], l["dst"]) for l in t["links"])
+assert pairs == [(0, 1), (1, 0)], pairs
+for l in t["links"]:
+    assert l["can_peer"] is True
+    for k in ("type", "nvlinks", "staged_gbps", "peer_gbps"):
+        assert k in l, k
+        # The stand-in cannot time: no figure rather than a made-up one.
+        assert k not in ("staged_gbps", "peer_gbps") or l[k] is None, l
+PY
+}
+
+case_topo_measure() {
+    sd="LD_LIBRARY_PATH=$LT_STANDIN"
+    launch "$sd" "P2PSHIM_TOPO_FILE=$dir/x/y/topo.json" -- topo --measure
+    expect_rc "measure" 0
+    expect_err "measure" "^p2pshim: measuring 1/4: 0->1 staged$"
+    expect_err "measure" "^p2pshim: measuring 4/4: 1->0 peer$"
+    expect_err "measure" "bandwidth table written to $dir/x/y/topo.json"
+    expect_out "measure" "0->1"; expect_out "measure" "n/a"
+    check_table "$dir/x/y/topo.json" true
+    ls "$dir/x/y" | grep -q tmp && bad "measure: a temporary file was left: $(ls "$dir/x/y")"
+    # The default places: XDG_CACHE_HOME, then HOME.
+    launch "$sd" P2PSHIM_TOPO_FILE= "XDG_CACHE_HOME=$dir/xdg" -- topo --measure --json
+    expect_rc "measure xdg" 0
+    check_table "$dir/xdg/p2pshim/topo.json" true
+    cmp -s "$dir/out" "$dir/xdg/p2pshim/topo.json" || bad "--json output differs from the table"
+    launch "$sd" P2PSHIM_TOPO_FILE= XDG_CACHE_HOME= "HOME=$dir/home" -- topo --measure
+    expect_rc "measure home" 0
+    check_table "$dir/home/.cache/p2pshim/topo.json" true
+    # Never under the shim.
+    env LD_PRELOAD="$(with_san "$shim")" "$sd" "P2PSHIM_TOPO_FILE=$dir/z.json" "$L" topo \
+        --measure >"$dir/out" 2>"$dir/err"; rc=$?
+    expect_rc "measure under the shim" 1; expect_err "measure under the shim" "refusing"
+    [ -e "$dir/z.json" ] && bad "measure under the shim wrote a table"
+}
+
+case_report() {
+    # A CUDA program on the stand-in, with a temporary run log.
+    mkdir "$dir/tmp"
+    launch "LD_LIBRARY_PATH=$LT_STANDIN" "P2PSHIM_LIBRARY=$LT_SHIM" "TMPDIR=$dir/tmp" \
+        "P2PSHIM_TOPO_FILE=$dir/none.json" -- run --observe --report "$dir/r.html" \
+        "$LT_DEMO" 4 3
+    expect_rc "run --report" 0
+    expect_err "run --report" "report written to $dir/r.html"
+    [ -s "$dir/r.html" ] || bad "run --report: no report"
+    [ -z "$(ls -A "$dir/tmp")" ] || bad "run --report: left $(ls -A "$dir/tmp")"
+    # With --log the log stays.
+    launch "LD_LIBRARY_PATH=$LT_STANDIN" "P2PSHIM_LIBRARY=$LT_SHIM" -- run --log \
+        "$dir/run-%p.jsonl" --report "$dir/r.md" "$LT_DEMO" 4 3
+    expect_rc "run --log --report" 0
+    [ -s "$dir/r.md" ] || bad "run --log --report: no report"
+    ls "$dir"/run-*.jsonl >/dev/null 2>&1 || bad "run --log --report: the log is gone"
+    # A program without CUDA writes no log: the report fails (4).
+    launch "TMPDIR=$dir/tmp" -- run --report "$dir/n.html" "$P" exit 0
+    expect_rc "report without a log" 4; expect_err "report without a log" "no run log"
+    [ -z "$(ls -A "$dir/tmp")" ] || bad "report without a log: left $(ls -A "$dir/tmp")"
+    # The program's status wins over a failed report.
+    launch "TMPDIR=$dir/tmp" -- run --report "$dir/n.html" "$P" exit 5
+    expect_rc "report without a log, exit 5" 5
+}
+
+case_install() {
+    "$LT_CMAKE" --install "$LT_BUILD" --prefix "$dir/prefix" >"$dir/install.log" 2>&1 ||
+        { bad "cmake --install"; cat "$dir/install.log"; return; }
+    for f in bin/p2pshim lib/libp2pshim.so share/doc/p2pshim/README.md \
+        share/doc/p2pshim/LAUNCHER.md; do
+        [ -e "$dir/prefix/$f" ] || bad "install: no $f"
+    done
+    L=$dir/prefix/bin/p2pshim launch -- run "$P" env
+    expect_rc "installed run" 0
+    expect_out "installed run" "LD_PRELOAD=$(with_san "$dir/prefix/lib/libp2pshim.so")"
+    expect_out "installed run" "mapped libp2pshim.so"
+}
+
+case_$1
+[ "$fail" -eq 0 ] && echo "launcher $1: passed"
+exit "$fail"

@@ -1,0 +1,119 @@
+/* p2pshim: the launcher's entry point. Dispatches to the subcommands run,
+ * topo and report; prints the top-level help and the version. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "launcher.h"
+#include "report.h"
+
+#ifndef P2PSHIM_VERSION
+#error "P2PSHIM_VERSION must be defined by the build"
+#endif
+
+static const char usage_text[] =
+    "usage: p2pshim COMMAND [ARGS...]\n"
+    "       p2pshim --help | --version\n"
+    "\n"
+    "Runs unmodified CUDA programs with libp2pshim.so in front of them, so that\n"
+    "their cross-GPU copies ride the peer link (NVLink), and profiles them.\n"
+    "\n"
+    "commands:\n"
+    "  run [OPTIONS] [--] PROGRAM [ARGS...]\n"
+    "                 run PROGRAM under the shim (--observe: change nothing,\n"
+    "                 record what the shim would do; --report FILE: write a report)\n"
+    "  topo [--measure] [--json] [--output FILE]\n"
+    "                 devices, peer access, links; --measure: bandwidth per pair\n"
+    "  report [ARGS...]\n"
+    "                 render a run log (docs/LOG_FORMAT.md) as a report\n"
+    "  help [COMMAND] this text, or a command's help\n"
+    "\n"
+    "`p2pshim COMMAND --help` tells more.\n"
+    "\n"
+    "exit status: run passes the program's own through (128+N if signal N\n"
+    "killed it); otherwise 0 success, 1 failure, 2 usage error, 3 libp2pshim.so\n"
+    "not found, 4 report failed, 126 program not executable, 127 program not\n"
+    "found.\n";
+
+void launcher_error(const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    /* One write, so lines of concurrent processes do not interleave. */
+    fprintf(stderr, "p2pshim: %s\n", line);
+}
+
+int launcher_option_value(int argc, char **argv, int *i, const char *name,
+                          const char **value)
+{
+    const char *arg = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(arg, name, n) != 0)
+        return 0;
+    if (arg[n] == '=') {
+        *value = arg + n + 1;
+        return 1;
+    }
+    if (arg[n] != '\0')
+        return 0;
+    if (*i + 1 >= argc) {
+        launcher_error("%s needs a value", name);
+        return -1;
+    }
+    *value = argv[++*i];
+    return 1;
+}
+
+static int is_help(const char *arg)
+{
+    return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
+}
+
+/* Calls a subcommand with argv starting at its name. */
+static int dispatch(int argc, char **argv)
+{
+    const char *cmd = argv[0];
+    if (strcmp(cmd, "run") == 0)
+        return run_main(argc, argv);
+    if (strcmp(cmd, "topo") == 0)
+        return topo_main(argc, argv);
+    if (strcmp(cmd, "report") == 0)
+        return report_main(argc, argv);
+    launcher_error("unknown command '%s' (commands: run, topo, report; see p2pshim --help)",
+                   cmd);
+    return LAUNCHER_EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(usage_text, stderr);
+        return LAUNCHER_EXIT_USAGE;
+    }
+    const char *first = argv[1];
+    if (is_help(first)) {
+        fputs(usage_text, stdout);
+        return 0;
+    }
+    if (strcmp(first, "--version") == 0 || strcmp(first, "-V") == 0) {
+        printf("p2pshim %s\n", P2PSHIM_VERSION);
+        return 0;
+    }
+    if (strcmp(first, "help") == 0) {
+        if (argc < 3) {
+            fputs(usage_text, stdout);
+            return 0;
+        }
+        char help_opt[] = "--help";
+        char *sub_argv[] = {argv[2], help_opt, NULL};
+        return dispatch(2, sub_argv);
+    }
+    if (first[0] == '-') {
+        launcher_error("unknown option '%s' (see p2pshim --help)", first);
+        return LAUNCHER_EXIT_USAGE;
+    }
+    return dispatch(argc - 1, argv + 1);
+}

@@ -1,0 +1,258 @@
+/* The HTML page: one file, no script, no external resource (a Content
+ * Security Policy of default-src 'none' makes the browser refuse any that
+ * slipped in). Everything from the log goes through report_put_html. Rows
+ * carry ids (pair-S-D, pair-total, pair-local) and the cells the same
+ * figures as the text report, so a test can find them. */
+#define _GNU_SOURCE
+#include <time.h>
+
+#include "report_internal.h"
+
+static const char style[] =
+    "body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222;max-width:1100px}"
+    "h1{font-size:1.5em}h2{font-size:1.15em;margin-top:2em}"
+    "table{border-collapse:collapse;margin:.5em 0}"
+    "th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left}"
+    "th{background:#f0f3f7}td.n{text-align:right;font-variant-numeric:tabular-nums}"
+    "tr.total td{font-weight:600;background:#fafafa}small{color:#666}"
+    "dl.run{display:grid;grid-template-columns:max-content auto;gap:.1em 1em}"
+    "dl.run dt{font-weight:600}dl.run dd{margin:0}"
+    "p.note{background:#fff4e0;border-left:4px solid #e69500;padding:.4em .8em}"
+    "svg text{font:12px system-ui,sans-serif}";
+
+static void dt(FILE *f, const char *term, const char *value)
+{
+    fprintf(f, "<dt>%s</dt><dd>", term);
+    report_put_html(f, value);
+    fputs("</dd>\n", f);
+}
+
+static void put_run(FILE *f, const char *log_path, const struct report_info *in,
+                    const struct report_summary *s)
+{
+    char buf[256];
+    fputs("<dl class=\"run\">\n", f);
+    dt(f, "log", log_path);
+    dt(f, "program", in->exe ? in->exe : "(unknown)");
+    if (in->has_pid) {
+        snprintf(buf, sizeof buf, "%lld", (long long)in->pid);
+        dt(f, "pid", buf);
+    }
+    dt(f, "host", in->host ? in->host : "(unknown)");
+    dt(f, "mode", in->mode ? in->mode : "(absent)");
+    dt(f, "CUPTI", in->cupti ? in->cupti : "(absent)");
+    if (in->has_start) {
+        time_t t = (time_t)(in->start_unix_ms / 1000);
+        struct tm tm;
+        if (gmtime_r(&t, &tm) &&
+            strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm))
+            dt(f, "started", buf);
+    }
+    snprintf(buf, sizeof buf, "%lld decisions, %lld activity lines (%lld "
+             "matched no decision), %lld unknown lines",
+             (long long)in->decisions, (long long)in->activity_lines,
+             (long long)in->orphan_activities, (long long)in->unknown_lines);
+    dt(f, "lines", buf);
+    if (in->footers) {
+        snprintf(buf, sizeof buf, "%lld records, %lld dropped, %lld activities, "
+                 "%lld joined late", (long long)in->f_records,
+                 (long long)in->f_dropped, (long long)in->f_activities,
+                 (long long)in->f_unjoined);
+        dt(f, "footer", buf);
+    }
+    dt(f, "topo table", s->topo && s->topo->loaded ? s->topo->path
+                                                   : "none (estimates use the "
+                                                     "log's best PTOP GB/s)");
+    fputs("</dl>\n", f);
+    if (in->cut_short)
+        fputs("<p class=\"note\" id=\"cut-short\">No footer: the log was cut short "
+              "(crash, _exit or kill). The figures cover what was written.</p>\n", f);
+    if (in->torn_tail)
+        fputs("<p class=\"note\">The last line was cut mid-write and is "
+              "ignored.</p>\n", f);
+    if (in->f_dropped)
+        fprintf(f, "<p class=\"note\" id=\"dropped\">%lld decision(s) were dropped "
+                "(P2PSHIM_RECORD_LIMIT): the figures miss them.</p>\n",
+                (long long)in->f_dropped);
+    if (in->segments > 1)
+        fprintf(f, "<p class=\"note\">%d process images (exec) wrote to this "
+                "log; the header shown is the first one's.</p>\n", in->segments);
+}
+
+static void cell_n(FILE *f, int64_t v)
+{
+    fprintf(f, "<td class=\"n\">%lld</td>", (long long)v);
+}
+
+static void cell_s(FILE *f, const char *v)
+{
+    fputs("<td class=\"n\">", f);
+    report_put_html(f, v);
+    fputs("</td>", f);
+}
+
+static void pair_id(FILE *f, const struct report_pair *p, const char *special)
+{
+    if (special)
+        fprintf(f, "pair-%s", special);
+    else
+        fprintf(f, "pair-%d-%d", p->src, p->dst);
+}
+
+static void put_row(FILE *f, const struct report_pair *p, const char *special)
+{
+    char b[32], g[32];
+    fputs(special && special[0] == 't' ? "<tr class=\"total\" id=\"" : "<tr id=\"", f);
+    pair_id(f, p, special);
+    fputs("\"><td>", f);
+    if (special)
+        fputs(special, f);
+    else
+        fprintf(f, "%d &rarr; %d", p->src, p->dst);
+    fputs("</td>", f);
+    cell_n(f, p->copies);
+    fprintf(f, "<td class=\"n\">%s<br><small>%lld B</small></td>",
+            report_fmt_bytes(p->bytes, b, sizeof b), (long long)p->bytes);
+    for (int i = 0; i < REPORT_NPATHS; i++)
+        cell_n(f, p->n[i]);
+    cell_s(f, report_fmt_gbps(report_gbps(p->act_bytes[0], p->act_ns[0]), g, sizeof g));
+    cell_s(f, report_fmt_gbps(report_gbps(p->act_bytes[1], p->act_ns[1]), g, sizeof g));
+    if (p->cand_meas_n + p->cand_unmeas_n == 0)
+        cell_s(f, "-");
+    else if (!p->saved_n)
+        cell_s(f, "no estimate");
+    else
+        cell_s(f, report_fmt_ns(p->saved_ns, b, sizeof b));
+    fputs("</tr>\n", f);
+}
+
+static void put_pairs(FILE *f, const struct report_summary *s)
+{
+    fputs("<h2>Traffic by device pair</h2>\n<p>Path as CUPTI saw it (PTOP: peer; "
+          "DTOH+HTOD: staged), else as the decision implies. GB/s: bytes over "
+          "CUPTI time of the timed copies.</p>\n<table id=\"pairs\"><thead><tr>"
+          "<th>pair</th><th>copies</th><th>bytes</th><th>peer</th><th>staged</th>"
+          "<th>other</th><th>peer GB/s</th><th>staged GB/s</th>"
+          "<th>P2P would save</th></tr></thead><tbody>\n", f);
+    for (int i = 0; i < s->npairs; i++)
+        put_row(f, &s->pairs[i], NULL);
+    put_row(f, &s->total, "total");
+    put_row(f, &s->local, "local");
+    fputs("</tbody></table>\n<p><small>local: copies that are not cross-GPU (host "
+          "memory, same device, unknown pointers).</small></p>\n", f);
+}
+
+static void put_reasons(FILE *f, const struct report_summary *s)
+{
+    const char **names;
+    int nnames = report_log_names(s->log, &names);
+    fputs("<h2>Decisions by reason</h2>\n<table id=\"reasons\"><thead><tr>"
+          "<th>pair</th><th>reason</th><th>copies</th></tr></thead><tbody>\n", f);
+    for (int i = 0; i <= s->npairs; i++) {
+        const struct report_pair *p = i < s->npairs ? &s->pairs[i] : &s->local;
+        for (int r = 0; r < nnames; r++) {
+            if (!p->reasons[r])
+                continue;
+            if (i < s->npairs)
+                fprintf(f, "<tr><td>%d &rarr; %d</td><td>", p->src, p->dst);
+            else
+                fputs("<tr><td>local</td><td>", f);
+            report_put_html(f, names[r]);
+            fputs("</td>", f);
+            cell_n(f, p->reasons[r]);
+            fputs("</tr>\n", f);
+        }
+    }
+    fputs("</tbody></table>\n<p>Actions: ", f);
+    const char *sep = "";
+    for (int r = 0; r < nnames; r++) {
+        if (!s->actions[r])
+            continue;
+        fputs(sep, f);
+        report_put_html(f, names[r]);
+        fprintf(f, " %lld", (long long)s->actions[r]);
+        sep = ", ";
+    }
+    fputs("</p>\n", f);
+}
+
+static void put_savings(FILE *f, const struct report_summary *s)
+{
+    char a[32], b[32], c[32];
+    fputs("<h2>Estimated P2P savings</h2>\n<p>For staged copies (CUPTI saw "
+          "DTOH+HTOD, or would-enable without activity): staged time (CUPTI's, "
+          "else bytes / the topo table's staged GB/s) minus bytes / peer GB/s "
+          "(the topo table's, else the best PTOP GB/s of the pair in this "
+          "log).</p>\n", f);
+    if (s->total.cand_meas_n + s->total.cand_unmeas_n == 0) {
+        fputs("<p id=\"no-savings\">No staged cross-GPU copy.</p>\n", f);
+        return;
+    }
+    fputs("<table id=\"savings\"><thead><tr><th>pair</th><th>staged copies</th>"
+          "<th>timed by CUPTI</th><th>staged time</th><th>peer GB/s</th>"
+          "<th>peer time</th><th>saves</th><th>without estimate</th></tr>"
+          "</thead><tbody>\n", f);
+    for (int i = 0; i < s->npairs; i++) {
+        const struct report_pair *p = &s->pairs[i];
+        int64_t cand = p->cand_meas_n + p->cand_unmeas_n;
+        if (!cand)
+            continue;
+        fprintf(f, "<tr id=\"save-%d-%d\"><td>%d &rarr; %d</td>", p->src, p->dst,
+                p->src, p->dst);
+        cell_n(f, cand);
+        cell_n(f, p->cand_meas_n);
+        if (p->saved_n) {
+            cell_s(f, report_fmt_ns(p->staged_ns, a, sizeof a));
+            fprintf(f, "<td class=\"n\">%s <small>(%s)</small></td>",
+                    report_fmt_gbps(p->peer_gbps, b, sizeof b), p->peer_from);
+            cell_s(f, report_fmt_ns(p->peer_ns, a, sizeof a));
+            cell_s(f, report_fmt_ns(p->saved_ns, c, sizeof c));
+        } else {
+            fputs("<td colspan=\"4\">no estimate</td>", f);
+        }
+        fprintf(f, "<td>%lld", (long long)p->unest_n);
+        if (p->unest_n) {
+            fputs(" <small>(", f);
+            report_put_html(f, p->no_estimate);
+            fputs(")</small>", f);
+        }
+        fputs("</td></tr>\n", f);
+    }
+    fprintf(f, "<tr class=\"total\" id=\"save-total\"><td>total</td>"
+            "<td class=\"n\">%lld</td><td class=\"n\">%lld</td>"
+            "<td colspan=\"3\"></td><td class=\"n\">%s</td><td>%lld</td></tr>\n"
+            "</tbody></table>\n",
+            (long long)(s->total.cand_meas_n + s->total.cand_unmeas_n),
+            (long long)s->total.cand_meas_n,
+            s->total.saved_n ? report_fmt_ns(s->total.saved_ns, c, sizeof c)
+                             : "no estimate",
+            (long long)s->total.unest_n);
+}
+
+int report_html_write(FILE *f, const char *log_path,
+                      const struct report_summary *s)
+{
+    const struct report_info *in = report_log_info(s->log);
+    fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+          "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src "
+          "'none'; style-src 'unsafe-inline'\">\n<title>p2pshim report: ", f);
+    report_put_html(f, log_path);
+    fprintf(f, "</title>\n<style>%s</style></head><body>\n"
+            "<h1>p2pshim report</h1>\n", style);
+    put_run(f, log_path, in, s);
+    put_pairs(f, s);
+    fputs("<h2>Traffic matrix</h2>\n", f);
+    report_svg_heatmap(f, s);
+    fputs("<h2>Achieved bandwidth against copy size</h2>\n", f);
+    report_svg_bandwidth(f, s);
+    put_savings(f, s);
+    put_reasons(f, s);
+    char t[32];
+    fprintf(f, "<h2>Shim events</h2>\n<p id=\"events\">%lld peer enables (%s), "
+            "%lld failed.</p>\n", (long long)s->peer_enables,
+            report_fmt_ns((double)s->enable_ns, t, sizeof t),
+            (long long)s->peer_enable_failures);
+    fputs("<footer><small>p2pshim report, run log format 1</small></footer>\n"
+          "</body></html>\n", f);
+    return ferror(f) ? -1 : 0;
+}

@@ -1,0 +1,253 @@
+/* Internals of p2pshim report, shared by its modules:
+ *   report_log.c      reads and joins the run log (two streaming passes)
+ *   report_lines.c    reads one line's members
+ *   report_topo.c     reads the bandwidth table
+ *   report_summary.c  aggregates copies per device pair, estimates savings
+ *   report_text.c, report_trace.c, report_html.c, report_svg.c  render
+ *   report_fmt.c      units and escaping
+ *   report_cli.c      the entry points of report.h
+ * Every external name starts with report_ (the launcher links beside us). */
+#ifndef P2PSHIM_REPORT_INTERNAL_H
+#define P2PSHIM_REPORT_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define REPORT_DEV_NONE (-2)   /* device member absent or not an ordinal */
+
+/* CUPTI record kinds, as a set: a staged copy is DTOH and HTOD. */
+enum {
+    REPORT_KIND_PTOP = 1u << 0,
+    REPORT_KIND_DTOH = 1u << 1,
+    REPORT_KIND_HTOD = 1u << 2,
+    REPORT_KIND_DTOD = 1u << 3,
+    REPORT_KIND_OTHER = 1u << 4,
+};
+
+/* The path a copy took. */
+enum report_path { REPORT_PEER, REPORT_STAGED, REPORT_OTHER, REPORT_NPATHS };
+
+/* What CUPTI saw of one call, merged over its records. */
+struct report_span {
+    unsigned kinds;        /* REPORT_KIND_* set; 0: no activity */
+    int records;           /* records merged (an embedded activity is one) */
+    bool has_span;         /* start_ns/end_ns known */
+    int64_t start_ns, end_ns;  /* CUPTI clock: first start, last end */
+    int64_t duration_ns;   /* embedded duration_ns; -1 if absent */
+    int64_t bytes;         /* largest record's bytes; -1 if none said */
+};
+
+/* ---- one line's members (report_lines.c) ---- */
+struct json_t;
+/* An integer member (a real is truncated); false when absent or not one. */
+bool report_json_i64(struct json_t *o, const char *k, int64_t *out);
+/* A string member, valid while o lives; NULL when absent or not one. */
+const char *report_json_str(struct json_t *o, const char *k);
+/* A device ordinal member (-1 host); REPORT_DEV_NONE when absent or odd. */
+int report_json_dev(struct json_t *o, const char *k);
+/* Adds one record (kinds, span, bytes; -1: unknown) to s. */
+void report_span_add(struct report_span *s, unsigned kinds, bool has_span,
+                     int64_t start, int64_t end, int64_t bytes);
+/* Fill the structs below from a line's object (see their comments). */
+struct report_decision;
+struct report_activity;
+struct report_event;
+void report_parse_decision(struct json_t *o, struct report_decision *d);
+void report_parse_activity(struct json_t *o, struct report_activity *a);
+void report_parse_event(struct json_t *o, struct report_event *e);
+
+/* The CUPTI kind name of a kind set ("PTOP", "DTOH+HTOD"); "-" for none. */
+const char *report_kind_name(unsigned kinds, char *buf, size_t len);
+/* Parses "PTOP", "DTOH+HTOD", ... into a set (unknown names: OTHER). */
+unsigned report_kind_parse(const char *s);
+/* end - start when both are known, else duration_ns; -1 when unknown. */
+int64_t report_span_duration(const struct report_span *s);
+
+/* One decision line. In the decision callback every member is as the line
+ * has it (strings valid during the callback only, NULL where absent) and
+ * act is its embedded activity. In the copy callback act is merged with the
+ * later activity lines, bytes falls back to the records' bytes, action and
+ * reason are interned (valid until report_log_free) and api, stream and the
+ * kinds are NULL. */
+struct report_decision {
+    bool has_id, has_t, has_tid, has_bytes;
+    int64_t id, t_ns, tid, bytes;
+    int src_dev, dst_dev;  /* -1 host; REPORT_DEV_NONE absent */
+    const char *api, *src_kind, *dst_kind, *stream, *action, *reason;
+    struct report_span act;
+    int segment;           /* which header (process image) it follows */
+};
+
+/* One "activity" line (a record joined after its decision was written). */
+struct report_activity {
+    bool has_decision, has_stream, has_bytes, has_span;
+    int64_t decision, stream_id, bytes, start_ns, end_ns;
+    unsigned kinds;
+    const char *kind;      /* as written; valid during the callback */
+    int src_dev, dst_dev;
+    int segment;
+};
+
+struct report_event {
+    bool has_t;
+    int64_t t_ns, duration_ns;   /* duration -1 if absent */
+    const char *what;            /* NULL if absent */
+    int from, to;                /* REPORT_DEV_NONE if absent */
+    int ok;                      /* 1, 0, or -1 absent */
+};
+
+/* The header of the first process image, with what later lines told. */
+struct report_info {
+    char *exe, *host, *mode, *cupti;   /* NULL where absent */
+    bool has_pid, has_align, has_start;
+    int64_t pid, clock_ns, cupti_ns, start_unix_ms;
+    int segments;          /* headers seen (exec adds one) */
+    int footers;           /* footers seen; figures below are their sums */
+    int64_t f_records, f_dropped, f_activities, f_unjoined;
+    bool cut_short;        /* the last process image wrote no footer */
+    bool torn_tail;        /* the last line was cut mid-write (ignored) */
+    int64_t lines, decisions, activity_lines, orphan_activities;
+    int64_t events, unknown_lines;
+};
+
+/* Callbacks, all optional. Per line, in file order: header (each header
+ * line, with its own clock pair), decision, activity (d: the decision it
+ * joins, in its copy form so far, or NULL when none is waiting for it),
+ * event, footer. copy comes once per decision, when its last activity line
+ * has been read (at once when none refers to it, at the end of the log or
+ * of its process image when some never came). */
+struct report_visitor {
+    void *ctx;
+    void (*header)(void *ctx, const struct report_info *info, int segment,
+                   bool has_align, int64_t clock_ns, int64_t cupti_ns);
+    void (*decision)(void *ctx, const struct report_decision *d);
+    void (*activity)(void *ctx, const struct report_activity *a,
+                     const struct report_decision *d);
+    void (*copy)(void *ctx, const struct report_decision *d);
+    void (*event)(void *ctx, const struct report_event *e);
+};
+
+struct report_log;
+struct report_pair_index;
+
+/* A reader: holds the info and the interned names. NULL: no memory. */
+struct report_log *report_log_new(void);
+/* Reads path through v, once per reader. Returns 0, or -1 with err set to
+ * one line naming the file and line ("run.log:7: invalid JSON: ..."): the
+ * file cannot be read (or read twice: not a pipe), a line is not a JSON
+ * object (except a last line torn mid-write), or the first line is not a
+ * version 1 header. */
+int report_log_read(struct report_log *log, const char *path,
+                    const struct report_visitor *v, char *err, size_t errlen);
+const struct report_info *report_log_info(const struct report_log *log);
+void report_log_free(struct report_log *log);
+
+/* Interned action and reason names. */
+#define REPORT_MAX_NAMES 64
+int report_log_names(const struct report_log *log, const char ***names);
+int report_log_name_index(const struct report_log *log, const char *name);
+
+/* ---- bandwidth table ---- */
+struct report_link {
+    int src, dst;
+    int can_peer;          /* 1, 0, -1 unknown */
+    double staged_gbps, peer_gbps;   /* 0: absent */
+    char type[24];
+};
+struct report_topo {
+    bool loaded;
+    char *path;
+    int nlinks;
+    struct report_link *links;
+};
+/* The default place of the table (see report.h); NULL when no home. */
+char *report_topo_default_path(void);
+/* Loads path. Returns 0 (loaded), 1 (no such file: nothing loaded) or -1
+ * with err set (unreadable or malformed). */
+int report_topo_load(const char *path, struct report_topo *t, char *err,
+                     size_t errlen);
+const struct report_link *report_topo_link(const struct report_topo *t,
+                                           int src, int dst);
+void report_topo_free(struct report_topo *t);
+
+/* ---- summary ---- */
+#define REPORT_BINS 64     /* log2 copy-size bins of the bandwidth chart */
+
+struct report_bin {
+    int64_t n, bytes, ns;
+    double min_gbps, max_gbps;
+};
+
+struct report_pair {
+    int src, dst;          /* src == dst == -1: the "local" row */
+    int64_t copies, bytes, n[REPORT_NPATHS], b[REPORT_NPATHS];
+    int64_t by_activity;   /* copies whose path came from CUPTI */
+    int64_t act_n[REPORT_NPATHS], act_bytes[REPORT_NPATHS], act_ns[REPORT_NPATHS];
+    double best_ptop_gbps; /* 0: no PTOP seen */
+    int64_t cand_meas_n, cand_meas_bytes, cand_meas_ns;
+    int64_t cand_unmeas_n, cand_unmeas_bytes;
+    int64_t reasons[REPORT_MAX_NAMES];
+    /* set by report_summary_finish */
+    double peer_gbps, staged_gbps;   /* used for the estimate; 0: none */
+    const char *peer_from;           /* "topo", "log" or NULL */
+    const char *no_estimate;         /* why not, when candidates lack one */
+    int64_t saved_n, unest_n;
+    double saved_ns, staged_ns, peer_ns;
+};
+
+struct report_summary {
+    int npairs, cap;
+    struct report_pair *pairs;   /* cross-GPU pairs, sorted by finish */
+    struct report_pair local;    /* host memory, same device, unknown */
+    struct report_pair total;    /* the sum of the pairs */
+    int64_t actions[REPORT_MAX_NAMES];
+    int64_t peer_enables, peer_enable_failures, enable_ns, dropped_events;
+    int64_t copies_seen;
+    struct report_bin bins[2][REPORT_BINS];   /* [peer, staged][log2 size] */
+    const struct report_topo *topo;
+    struct report_log *log;
+    struct report_pair_index *index;
+    bool oom;
+};
+
+/* Sets v to callbacks that fill s (copy and event) from log. */
+void report_summary_init(struct report_summary *s, const struct report_topo *t,
+                         struct report_log *log, struct report_visitor *v);
+/* Sorts the pairs, computes the totals and the savings estimate. */
+void report_summary_finish(struct report_summary *s);
+void report_summary_free(struct report_summary *s);
+/* The path a merged copy took: by its activity, else by its decision. */
+enum report_path report_copy_path(const struct report_decision *d,
+                                  bool *from_activity);
+/* bytes / ns as GB/s, or 0 when ns <= 0. */
+double report_gbps(int64_t bytes, int64_t ns);
+
+/* ---- renderers: 0, or -1 on a write error ---- */
+int report_text_write(FILE *f, const char *log_path,
+                      const struct report_summary *s);
+int report_html_write(FILE *f, const char *log_path,
+                      const struct report_summary *s);
+/* report_svg.c: the two charts of the page. */
+void report_svg_heatmap(FILE *f, const struct report_summary *s);
+void report_svg_bandwidth(FILE *f, const struct report_summary *s);
+
+/* The trace renderer streams: it is a visitor writing f as the log is read. */
+struct report_trace;
+struct report_trace *report_trace_new(FILE *f, struct report_visitor *v);
+/* Closes the JSON document. Returns 0, or -1 on a write or memory error. */
+int report_trace_finish(struct report_trace *t, const char *log_path,
+                        const struct report_log *log);
+void report_trace_free(struct report_trace *t);
+
+/* ---- formatting (report_fmt.c) ---- */
+const char *report_fmt_bytes(int64_t bytes, char *buf, size_t len); /* 1.5 MiB */
+const char *report_fmt_ns(double ns, char *buf, size_t len);        /* 2.4 ms */
+const char *report_fmt_gbps(double gbps, char *buf, size_t len);    /* 394.8, "-" */
+const char *report_fmt_pair(int src, int dst, char *buf, size_t len);
+/* Writes s with control characters shown as '?' (terminal output). */
+void report_put_plain(FILE *f, const char *s);
+/* Writes s escaped for HTML text and attribute values. */
+void report_put_html(FILE *f, const char *s);
+
+#endif

@@ -1,0 +1,157 @@
+/* One line's members: the typed reading of a decision, activity or event
+ * object. Absent or ill-typed members read as absent (LOG_FORMAT.md: a
+ * reader ignores what it does not know), never as an error. */
+#define _GNU_SOURCE
+#include <jansson.h>
+#include <string.h>
+
+#include "report_internal.h"
+
+int64_t report_span_duration(const struct report_span *s)
+{
+    if (s->has_span)
+        return s->end_ns - s->start_ns;
+    return s->duration_ns;
+}
+
+const char *report_kind_name(unsigned kinds, char *buf, size_t len)
+{
+    static const char *const names[] = {"PTOP", "DTOH", "HTOD", "DTOD", "OTHER"};
+    size_t used = 0;
+    buf[0] = '\0';
+    for (unsigned i = 0; i < 5; i++) {
+        if (!(kinds & (1u << i)))
+            continue;
+        int n = snprintf(buf + used, len - used, "%s%s", used ? "+" : "",
+                         names[i]);
+        if (n < 0 || (size_t)n >= len - used)
+            break;
+        used += (size_t)n;
+    }
+    return used ? buf : "-";
+}
+
+
+bool report_json_i64(json_t *o, const char *k, int64_t *out)
+{
+    json_t *v = json_object_get(o, k);
+    if (json_is_integer(v)) {
+        *out = json_integer_value(v);
+        return true;
+    }
+    if (json_is_real(v)) {
+        double d = json_real_value(v);
+        if (d >= -9.2e18 && d <= 9.2e18) {   /* NaN fails both */
+            *out = (int64_t)d;
+            return true;
+        }
+    }
+    return false;
+}
+
+const char *report_json_str(json_t *o, const char *k)
+{
+    return json_string_value(json_object_get(o, k));
+}
+
+int report_json_dev(json_t *o, const char *k)
+{
+    int64_t v;
+    if (!o || !report_json_i64(o, k, &v) || v < -1 || v > (1 << 24))
+        return REPORT_DEV_NONE;
+    return (int)v;
+}
+
+unsigned report_kind_parse(const char *s)
+{
+    static const struct { const char *name; unsigned bit; } kinds[] = {
+        {"PTOP", REPORT_KIND_PTOP}, {"DTOH", REPORT_KIND_DTOH},
+        {"HTOD", REPORT_KIND_HTOD}, {"DTOD", REPORT_KIND_DTOD}};
+    unsigned set = 0;
+    while (s && *s) {
+        size_t n = strcspn(s, "+");
+        unsigned bit = REPORT_KIND_OTHER;
+        for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+            if (strlen(kinds[i].name) == n && strncmp(s, kinds[i].name, n) == 0)
+                bit = kinds[i].bit;
+        set |= n ? bit : 0;
+        s += n + (s[n] == '+');
+    }
+    return set;
+}
+
+void report_span_add(struct report_span *s, unsigned kinds, bool has_span,
+                     int64_t start, int64_t end, int64_t bytes)
+{
+    s->kinds |= kinds;
+    s->records++;
+    if (has_span) {
+        if (!s->has_span || start < s->start_ns)
+            s->start_ns = start;
+        if (!s->has_span || end > s->end_ns)
+            s->end_ns = end;
+        s->has_span = true;
+    }
+    if (bytes > s->bytes)
+        s->bytes = bytes;
+}
+
+void report_parse_decision(json_t *o, struct report_decision *d)
+{
+    memset(d, 0, sizeof *d);
+    d->has_id = report_json_i64(o, "id", &d->id);
+    d->has_t = report_json_i64(o, "t_ns", &d->t_ns);
+    d->has_tid = report_json_i64(o, "tid", &d->tid);
+    d->has_bytes = report_json_i64(o, "bytes", &d->bytes) && d->bytes >= 0;
+    if (!d->has_bytes)
+        d->bytes = 0;
+    d->api = report_json_str(o, "api");
+    d->stream = report_json_str(o, "stream");
+    d->action = report_json_str(o, "action");
+    d->reason = report_json_str(o, "reason");
+    json_t *src = json_object_get(o, "src"), *dst = json_object_get(o, "dst");
+    d->src_dev = report_json_dev(json_is_object(src) ? src : NULL, "dev");
+    d->dst_dev = report_json_dev(json_is_object(dst) ? dst : NULL, "dev");
+    d->src_kind = json_is_object(src) ? report_json_str(src, "kind") : NULL;
+    d->dst_kind = json_is_object(dst) ? report_json_str(dst, "kind") : NULL;
+    d->act.duration_ns = -1;
+    d->act.bytes = -1;
+    json_t *a = json_object_get(o, "activity");
+    if (json_is_object(a)) {
+        int64_t start = 0, end = 0, dur;
+        bool span = report_json_i64(a, "start_ns", &start) && report_json_i64(a, "end_ns", &end)
+                    && end >= start;
+        unsigned kinds = report_kind_parse(report_json_str(a, "kind"));
+        report_span_add(&d->act, kinds ? kinds : REPORT_KIND_OTHER, span, start, end, -1);
+        if (report_json_i64(a, "duration_ns", &dur) && dur >= 0)
+            d->act.duration_ns = dur;
+    }
+}
+
+void report_parse_activity(json_t *o, struct report_activity *a)
+{
+    memset(a, 0, sizeof *a);
+    a->has_decision = report_json_i64(o, "decision", &a->decision);
+    a->has_stream = report_json_i64(o, "stream_id", &a->stream_id);
+    a->has_bytes = report_json_i64(o, "bytes", &a->bytes) && a->bytes >= 0;
+    a->has_span = report_json_i64(o, "start_ns", &a->start_ns) &&
+                  report_json_i64(o, "end_ns", &a->end_ns) && a->end_ns >= a->start_ns;
+    a->kind = report_json_str(o, "kind");
+    a->kinds = report_kind_parse(a->kind);
+    if (!a->kinds)
+        a->kinds = REPORT_KIND_OTHER;
+    a->src_dev = report_json_dev(o, "src_dev");
+    a->dst_dev = report_json_dev(o, "dst_dev");
+}
+
+void report_parse_event(json_t *o, struct report_event *e)
+{
+    e->has_t = report_json_i64(o, "t_ns", &e->t_ns);
+    if (!report_json_i64(o, "duration_ns", &e->duration_ns))
+        e->duration_ns = -1;
+    e->what = report_json_str(o, "what");
+    e->from = report_json_dev(o, "from");
+    e->to = report_json_dev(o, "to");
+    json_t *ok = json_object_get(o, "ok");
+    e->ok = json_is_boolean(ok) ? json_is_true(ok) : -1;
+}

@@ -1,0 +1,278 @@
+/* Aggregation of copies per ordered device pair, and the savings estimate.
+ *
+ * A copy is cross-GPU when both ends are device ordinals, they differ and
+ * the reason is not a local one; everything else goes to the "local" row.
+ * Its path comes from CUPTI when it was joined (PTOP alone: peer; DTOH and
+ * HTOD: staged; anything else: other), else from the decision (see
+ * report_copy_path). Savings are estimated for staged copies: those CUPTI
+ * saw as DTOH+HTOD, and those without activity whose action is
+ * would-enable (observe mode). */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uthash.h>
+
+#include "report_internal.h"
+
+/* (src, dst) -> index in pairs, which realloc moves. */
+struct report_pair_index {
+    int key[2];
+    int idx;
+    UT_hash_handle hh;
+};
+
+double report_gbps(int64_t bytes, int64_t ns)
+{
+    return ns > 0 ? (double)bytes / (double)ns : 0;
+}
+
+static bool is(const char *s, const char *name)
+{
+    return s && strcmp(s, name) == 0;
+}
+
+static bool local_reason(const char *r)
+{
+    return is(r, "host-memory") || is(r, "same-device") ||
+           is(r, "unknown-pointer");
+}
+
+/* Without activity the decision tells what the shim knew: its own or the
+ * program's peer access (peer); no access and none made, or observe mode's
+ * would-enable (staged: the driver stages a cross-GPU copy without access);
+ * anything else (mode off, managed, pool, mapped memory, errors) is not
+ * known (other). */
+enum report_path report_copy_path(const struct report_decision *d,
+                                  bool *from_activity)
+{
+    *from_activity = d->act.kinds != 0;
+    if (d->act.kinds == REPORT_KIND_PTOP)
+        return REPORT_PEER;
+    if (d->act.kinds == (REPORT_KIND_DTOH | REPORT_KIND_HTOD))
+        return REPORT_STAGED;
+    if (d->act.kinds)
+        return REPORT_OTHER;
+    if (is(d->action, "would-enable"))
+        return REPORT_STAGED;
+    if (is(d->action, "enable-then-pass") || is(d->reason, "upgraded") ||
+        is(d->reason, "shim-access") || is(d->reason, "app-enabled-peer"))
+        return REPORT_PEER;
+    if (is(d->reason, "pair-excluded") || is(d->reason, "below-min-bytes") ||
+        is(d->reason, "cannot-peer") || is(d->reason, "enable-failed"))
+        return REPORT_STAGED;
+    return REPORT_OTHER;
+}
+
+static struct report_pair *get_pair(struct report_summary *s, int src, int dst)
+{
+    struct report_pair_index *e;
+    int key[2] = {src, dst};
+    HASH_FIND(hh, s->index, key, sizeof key, e);
+    if (e)
+        return &s->pairs[e->idx];
+    if (s->npairs == s->cap) {
+        int cap = s->cap ? 2 * s->cap : 16;
+        struct report_pair *p = realloc(s->pairs, (size_t)cap * sizeof *p);
+        if (!p)
+            return NULL;
+        s->pairs = p;
+        s->cap = cap;
+    }
+    if (!(e = malloc(sizeof *e)))
+        return NULL;
+    struct report_pair *p = &s->pairs[s->npairs];
+    memset(p, 0, sizeof *p);
+    p->src = src;
+    p->dst = dst;
+    e->key[0] = src;
+    e->key[1] = dst;
+    e->idx = s->npairs++;
+    HASH_ADD(hh, s->index, key, sizeof e->key, e);
+    return p;
+}
+
+static void add_bin(struct report_summary *s, enum report_path path,
+                    int64_t bytes, int64_t ns)
+{
+    if (bytes <= 0 || (path != REPORT_PEER && path != REPORT_STAGED))
+        return;
+    int i = 0;
+    while (i < REPORT_BINS - 1 && (bytes >> (i + 1)) != 0)
+        i++;   /* floor(log2(bytes)) */
+    struct report_bin *b = &s->bins[path == REPORT_STAGED][i];
+    double g = report_gbps(bytes, ns);
+    if (b->n == 0 || g < b->min_gbps)
+        b->min_gbps = g;
+    if (b->n == 0 || g > b->max_gbps)
+        b->max_gbps = g;
+    b->n++;
+    b->bytes += bytes;
+    b->ns += ns;
+}
+
+static void on_copy(void *ctx, const struct report_decision *d)
+{
+    struct report_summary *s = ctx;
+    s->copies_seen++;
+    s->actions[report_log_name_index(s->log, d->action)]++;
+    bool cross = d->src_dev >= 0 && d->dst_dev >= 0 &&
+                 d->src_dev != d->dst_dev && !local_reason(d->reason);
+    struct report_pair *p = cross ? get_pair(s, d->src_dev, d->dst_dev)
+                                  : &s->local;
+    if (!p) {
+        s->oom = true;
+        return;
+    }
+    bool from_act;
+    enum report_path path = report_copy_path(d, &from_act);
+    p->copies++;
+    p->bytes += d->bytes;
+    p->n[path]++;
+    p->b[path] += d->bytes;
+    p->by_activity += from_act;
+    p->reasons[report_log_name_index(s->log, d->reason)]++;
+    if (!cross)
+        return;
+    int64_t ns = report_span_duration(&d->act);
+    if (from_act && ns > 0) {
+        p->act_n[path]++;
+        p->act_bytes[path] += d->bytes;
+        p->act_ns[path] += ns;
+        double g = report_gbps(d->bytes, ns);
+        if (path == REPORT_PEER && g > p->best_ptop_gbps)
+            p->best_ptop_gbps = g;
+        add_bin(s, path, d->bytes, ns);
+    }
+    bool staged = from_act && path == REPORT_STAGED;
+    if (staged && ns > 0) {
+        p->cand_meas_n++;
+        p->cand_meas_bytes += d->bytes;
+        p->cand_meas_ns += ns;
+    } else if (staged || (!from_act && is(d->action, "would-enable"))) {
+        p->cand_unmeas_n++;
+        p->cand_unmeas_bytes += d->bytes;
+    }
+}
+
+static void on_event(void *ctx, const struct report_event *e)
+{
+    struct report_summary *s = ctx;
+    if (is(e->what, "peer-enable")) {
+        s->peer_enables++;
+        if (e->duration_ns > 0)
+            s->enable_ns += e->duration_ns;
+    } else if (is(e->what, "peer-enable-failed")) {
+        s->peer_enable_failures++;
+    } else if (is(e->what, "dropped")) {
+        s->dropped_events++;
+    }
+}
+
+void report_summary_init(struct report_summary *s, const struct report_topo *t,
+                         struct report_log *log, struct report_visitor *v)
+{
+    memset(s, 0, sizeof *s);
+    s->log = log;
+    s->local.src = s->local.dst = -1;
+    s->topo = t;
+    memset(v, 0, sizeof *v);
+    v->ctx = s;
+    v->copy = on_copy;
+    v->event = on_event;
+}
+
+static int cmp_pair(const void *a, const void *b)
+{
+    const struct report_pair *x = a, *y = b;
+    if (x->src != y->src)
+        return x->src < y->src ? -1 : 1;
+    return (x->dst > y->dst) - (x->dst < y->dst);
+}
+
+static void estimate(struct report_pair *p, const struct report_topo *t)
+{
+    const struct report_link *l = report_topo_link(t, p->src, p->dst);
+    int64_t cand = p->cand_meas_n + p->cand_unmeas_n;
+    if (l && l->can_peer == 0) {
+        p->no_estimate = "the topo table says this pair cannot peer";
+    } else if (l && l->peer_gbps > 0) {
+        p->peer_gbps = l->peer_gbps;
+        p->peer_from = "topo";
+    } else if (p->best_ptop_gbps > 0) {
+        p->peer_gbps = p->best_ptop_gbps;
+        p->peer_from = "log";
+    } else {
+        p->no_estimate = "no peer GB/s: no topo entry and no PTOP copy seen";
+    }
+    if (p->peer_gbps <= 0) {
+        p->unest_n = cand;
+        return;
+    }
+    p->staged_gbps = l ? l->staged_gbps : 0;
+    p->staged_ns = (double)p->cand_meas_ns;
+    double peer_bytes = (double)p->cand_meas_bytes;
+    p->saved_n = p->cand_meas_n;
+    if (p->cand_unmeas_n > 0 && p->staged_gbps > 0) {
+        p->staged_ns += (double)p->cand_unmeas_bytes / p->staged_gbps;
+        peer_bytes += (double)p->cand_unmeas_bytes;
+        p->saved_n += p->cand_unmeas_n;
+    } else if (p->cand_unmeas_n > 0) {
+        p->unest_n = p->cand_unmeas_n;
+        p->no_estimate = "copies CUPTI did not time need the topo table's "
+                         "staged GB/s";
+    }
+    p->peer_ns = peer_bytes / p->peer_gbps;
+    p->saved_ns = p->staged_ns - p->peer_ns;
+}
+
+static void add_into(struct report_pair *t, const struct report_pair *p)
+{
+    t->copies += p->copies;
+    t->bytes += p->bytes;
+    t->by_activity += p->by_activity;
+    for (int i = 0; i < REPORT_NPATHS; i++) {
+        t->n[i] += p->n[i];
+        t->b[i] += p->b[i];
+        t->act_n[i] += p->act_n[i];
+        t->act_bytes[i] += p->act_bytes[i];
+        t->act_ns[i] += p->act_ns[i];
+    }
+    t->best_ptop_gbps = fmax(t->best_ptop_gbps, p->best_ptop_gbps);
+    t->cand_meas_n += p->cand_meas_n;
+    t->cand_meas_bytes += p->cand_meas_bytes;
+    t->cand_meas_ns += p->cand_meas_ns;
+    t->cand_unmeas_n += p->cand_unmeas_n;
+    t->cand_unmeas_bytes += p->cand_unmeas_bytes;
+    for (int i = 0; i < REPORT_MAX_NAMES; i++)
+        t->reasons[i] += p->reasons[i];
+    t->saved_n += p->saved_n;
+    t->unest_n += p->unest_n;
+    t->saved_ns += p->saved_ns;
+    t->staged_ns += p->staged_ns;
+    t->peer_ns += p->peer_ns;
+}
+
+void report_summary_finish(struct report_summary *s)
+{
+    if (s->npairs > 1)
+        qsort(s->pairs, (size_t)s->npairs, sizeof *s->pairs, cmp_pair);
+    memset(&s->total, 0, sizeof s->total);
+    s->total.src = s->total.dst = -1;
+    for (int i = 0; i < s->npairs; i++) {
+        estimate(&s->pairs[i], s->topo);
+        add_into(&s->total, &s->pairs[i]);
+    }
+}
+
+void report_summary_free(struct report_summary *s)
+{
+    struct report_pair_index *e, *tmp;
+    HASH_ITER(hh, s->index, e, tmp) {
+        HASH_DEL(s->index, e);
+        free(e);
+    }
+    free(s->pairs);
+    s->pairs = NULL;
+    s->npairs = s->cap = 0;
+}

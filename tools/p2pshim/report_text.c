@@ -1,0 +1,294 @@
+/* The terminal summary. Two parts: the human one (aligned columns, units),
+ * and a data part for scripts and tests: lines "@ {json}" with stable keys,
+ * exact integers (bytes, ns) and unrounded GB/s. Strings from the log are
+ * shown with their control characters replaced (report_put_plain) in the
+ * human part and JSON-escaped (ASCII only) in the data part. */
+#define _GNU_SOURCE
+#include <jansson.h>
+#include <time.h>
+
+#include "report_internal.h"
+
+static const char *const path_names[REPORT_NPATHS] = {"peer", "staged", "other"};
+
+static void put_run(FILE *f, const char *log_path, const struct report_info *in,
+                    const struct report_summary *s)
+{
+    fputs("p2pshim report: ", f);
+    report_put_plain(f, log_path);
+    fputs("\n  program   ", f);
+    report_put_plain(f, in->exe ? in->exe : "(unknown)");
+    if (in->has_pid)
+        fprintf(f, " (pid %lld)", (long long)in->pid);
+    if (in->host) {
+        fputs(" on ", f);
+        report_put_plain(f, in->host);
+    }
+    fputs("\n  mode      ", f);
+    report_put_plain(f, in->mode ? in->mode : "(absent)");
+    fputs("; CUPTI ", f);
+    report_put_plain(f, in->cupti ? in->cupti : "(absent)");
+    if (in->has_start) {
+        time_t t = (time_t)(in->start_unix_ms / 1000);
+        struct tm tm;
+        char when[64];
+        if (gmtime_r(&t, &tm) && strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm))
+            fprintf(f, "\n  started   %s", when);
+    }
+    fprintf(f, "\n  log       %lld decisions, %lld activity lines (%lld matched no "
+            "decision), %lld unknown lines",
+            (long long)in->decisions, (long long)in->activity_lines,
+            (long long)in->orphan_activities, (long long)in->unknown_lines);
+    if (in->footers)
+        fprintf(f, "\n  footer    %lld records, %lld dropped (buffer cap), %lld "
+                "activities, %lld joined late",
+                (long long)in->f_records, (long long)in->f_dropped,
+                (long long)in->f_activities, (long long)in->f_unjoined);
+    if (s->topo && s->topo->loaded) {
+        fputs("\n  topo      ", f);
+        report_put_plain(f, s->topo->path);
+    } else {
+        fputs("\n  topo      none (estimates use the log's best PTOP GB/s)", f);
+    }
+    fputc('\n', f);
+    if (in->cut_short)
+        fputs("  note: no footer: the log was cut short (crash, _exit or kill); "
+              "the figures cover what was written\n", f);
+    if (in->torn_tail)
+        fputs("  note: the last line was cut mid-write and is ignored\n", f);
+    if (in->f_dropped || s->dropped_events)
+        fprintf(f, "  note: %lld decision(s) were dropped (P2PSHIM_RECORD_LIMIT): "
+                "the figures miss them\n", (long long)in->f_dropped);
+    if (in->segments > 1)
+        fprintf(f, "  note: %d process images (exec) wrote to this log; "
+                "header figures are the first one's\n", in->segments);
+    if (s->oom)
+        fputs("  note: out of memory: some copies are missing\n", f);
+}
+
+static const char *saved_cell(const struct report_pair *p, char *buf, size_t len)
+{
+    if (p->cand_meas_n + p->cand_unmeas_n == 0)
+        return "-";
+    if (p->saved_n == 0)
+        return "no estimate";
+    return report_fmt_ns(p->saved_ns, buf, len);
+}
+
+static void put_row(FILE *f, const char *name, const struct report_pair *p,
+                    bool local)
+{
+    char b[32], g1[32], g2[32], sv[32];
+    fprintf(f, "  %-8s %8lld %11s", name, (long long)p->copies,
+            report_fmt_bytes(p->bytes, b, sizeof b));
+    if (local) {
+        fputs("   (not cross-GPU: host memory, same device, unknown pointers)\n", f);
+        return;
+    }
+    fprintf(f, " %7lld %7lld %7lld %10s %12s %15s\n", (long long)p->n[0],
+            (long long)p->n[1], (long long)p->n[2],
+            report_fmt_gbps(report_gbps(p->act_bytes[0], p->act_ns[0]), g1, sizeof g1),
+            report_fmt_gbps(report_gbps(p->act_bytes[1], p->act_ns[1]), g2, sizeof g2),
+            saved_cell(p, sv, sizeof sv));
+}
+
+static void put_reasons(FILE *f, const char *name, const struct report_pair *p,
+                        const char **names, int nnames)
+{
+    fprintf(f, "  %-8s ", name);
+    const char *sep = "";
+    for (int i = 0; i < nnames; i++) {
+        if (!p->reasons[i])
+            continue;
+        fputs(sep, f);
+        report_put_plain(f, names[i]);
+        fprintf(f, " %lld", (long long)p->reasons[i]);
+        sep = ", ";
+    }
+    fputc('\n', f);
+}
+
+static void put_saving(FILE *f, const char *name, const struct report_pair *p)
+{
+    char a[32], b[32], c[32], g[32];
+    int64_t cand = p->cand_meas_n + p->cand_unmeas_n;
+    if (!cand)
+        return;
+    fprintf(f, "  %-8s %lld staged copies (%lld timed by CUPTI)", name,
+            (long long)cand, (long long)p->cand_meas_n);
+    if (p->saved_n)
+        fprintf(f, ": staged %s, peer at %s GB/s (%s) %s: saves %s",
+                report_fmt_ns(p->staged_ns, a, sizeof a),
+                report_fmt_gbps(p->peer_gbps, g, sizeof g), p->peer_from,
+                report_fmt_ns(p->peer_ns, b, sizeof b),
+                report_fmt_ns(p->saved_ns, c, sizeof c));
+    if (p->unest_n)
+        fprintf(f, "%s%lld without estimate (%s)", p->saved_n ? "; " : ": ",
+                (long long)p->unest_n, p->no_estimate);
+    fputc('\n', f);
+}
+
+/* ---- the data part ---- */
+
+static json_t *gbps_or_null(int64_t bytes, int64_t ns)
+{
+    return ns > 0 ? json_real(report_gbps(bytes, ns)) : json_null();
+}
+
+static json_t *pair_json(const char *record, const struct report_pair *p)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "record", json_string(record));
+    if (p->src >= 0) {
+        json_object_set_new(o, "src", json_integer(p->src));
+        json_object_set_new(o, "dst", json_integer(p->dst));
+    }
+    json_object_set_new(o, "copies", json_integer(p->copies));
+    json_object_set_new(o, "bytes", json_integer(p->bytes));
+    for (int i = 0; i < REPORT_NPATHS; i++) {
+        char k[32];
+        json_object_set_new(o, path_names[i], json_integer(p->n[i]));
+        snprintf(k, sizeof k, "%s_bytes", path_names[i]);
+        json_object_set_new(o, k, json_integer(p->b[i]));
+    }
+    json_object_set_new(o, "by_activity", json_integer(p->by_activity));
+    json_object_set_new(o, "peer_gbps", gbps_or_null(p->act_bytes[0], p->act_ns[0]));
+    json_object_set_new(o, "staged_gbps", gbps_or_null(p->act_bytes[1], p->act_ns[1]));
+    json_object_set_new(o, "timed_peer", json_integer(p->act_n[0]));
+    json_object_set_new(o, "timed_staged", json_integer(p->act_n[1]));
+    json_object_set_new(o, "best_ptop_gbps", p->best_ptop_gbps > 0
+                        ? json_real(p->best_ptop_gbps) : json_null());
+    json_object_set_new(o, "candidates",
+                        json_integer(p->cand_meas_n + p->cand_unmeas_n));
+    json_object_set_new(o, "candidates_timed", json_integer(p->cand_meas_n));
+    json_object_set_new(o, "estimated", json_integer(p->saved_n));
+    json_object_set_new(o, "unestimated", json_integer(p->unest_n));
+    json_object_set_new(o, "saved_ns", p->saved_n ? json_real(p->saved_ns)
+                                                  : json_null());
+    if (p->peer_from) {
+        json_object_set_new(o, "est_peer_gbps", json_real(p->peer_gbps));
+        json_object_set_new(o, "est_peer_from", json_string(p->peer_from));
+    }
+    return o;
+}
+
+static void put_data(FILE *f, json_t *o)
+{
+    char *s = o ? json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII |
+                                    JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12))
+                : NULL;
+    if (s)
+        fprintf(f, "@ %s\n", s);
+    free(s);
+    json_decref(o);
+}
+
+static json_t *str_or_null(const char *s)
+{
+    json_t *v = s ? json_string(s) : NULL;
+    return v ? v : json_null();
+}
+
+static void put_data_part(FILE *f, const struct report_summary *s,
+                          const struct report_info *in, const char **names,
+                          int nnames)
+{
+    fputs("\nData (after \"@ \", one JSON object per line; keys are stable)\n", f);
+    json_t *o = json_object();
+    json_object_set_new(o, "record", json_string("run"));
+    json_object_set_new(o, "mode", str_or_null(in->mode));
+    json_object_set_new(o, "cupti", str_or_null(in->cupti));
+    json_object_set_new(o, "exe", str_or_null(in->exe));
+    json_object_set_new(o, "host", str_or_null(in->host));
+    json_object_set_new(o, "pid", in->has_pid ? json_integer(in->pid) : json_null());
+    json_object_set_new(o, "segments", json_integer(in->segments));
+    json_object_set_new(o, "footer", json_boolean(in->footers > 0));
+    json_object_set_new(o, "cut_short", json_boolean(in->cut_short));
+    json_object_set_new(o, "torn_tail", json_boolean(in->torn_tail));
+    json_object_set_new(o, "decisions", json_integer(in->decisions));
+    json_object_set_new(o, "activity_lines", json_integer(in->activity_lines));
+    json_object_set_new(o, "orphan_activities", json_integer(in->orphan_activities));
+    json_object_set_new(o, "unknown_lines", json_integer(in->unknown_lines));
+    json_object_set_new(o, "dropped", json_integer(in->f_dropped));
+    json_object_set_new(o, "records", json_integer(in->f_records));
+    json_object_set_new(o, "unjoined", json_integer(in->f_unjoined));
+    json_object_set_new(o, "topo", str_or_null(s->topo && s->topo->loaded
+                                               ? s->topo->path : NULL));
+    put_data(f, o);
+    for (int i = 0; i < s->npairs; i++)
+        put_data(f, pair_json("pair", &s->pairs[i]));
+    put_data(f, pair_json("total", &s->total));
+    put_data(f, pair_json("local", &s->local));
+    for (int i = -1; i < s->npairs; i++) {
+        const struct report_pair *p = i < 0 ? &s->local : &s->pairs[i];
+        for (int r = 0; r < nnames; r++) {
+            if (!p->reasons[r])
+                continue;
+            o = json_pack("{s:s, s:i, s:i, s:s, s:I}", "record", "reason",
+                          "src", p->src, "dst", p->dst, "reason", names[r],
+                          "count", (json_int_t)p->reasons[r]);
+            put_data(f, o);
+        }
+    }
+    for (int r = 0; r < nnames; r++)
+        if (s->actions[r])
+            put_data(f, json_pack("{s:s, s:s, s:I}", "record", "action",
+                                  "action", names[r], "count",
+                                  (json_int_t)s->actions[r]));
+    put_data(f, json_pack("{s:s, s:I, s:I, s:I, s:I}", "record", "events",
+                          "peer_enable", (json_int_t)s->peer_enables,
+                          "peer_enable_failed", (json_int_t)s->peer_enable_failures,
+                          "enable_ns", (json_int_t)s->enable_ns,
+                          "dropped", (json_int_t)s->dropped_events));
+}
+
+int report_text_write(FILE *f, const char *log_path,
+                      const struct report_summary *s)
+{
+    const struct report_info *in = report_log_info(s->log);
+    const char **names;
+    int nnames = report_log_names(s->log, &names);
+    char name[40];
+
+    put_run(f, log_path, in, s);
+    fputs("\nTraffic by device pair (path: as CUPTI saw it, else by the decision)\n", f);
+    fprintf(f, "  %-8s %8s %11s %7s %7s %7s %10s %12s %15s\n", "pair", "copies",
+            "bytes", "peer", "staged", "other", "peer GB/s", "staged GB/s",
+            "P2P would save");
+    for (int i = 0; i < s->npairs; i++)
+        put_row(f, report_fmt_pair(s->pairs[i].src, s->pairs[i].dst, name,
+                                   sizeof name), &s->pairs[i], false);
+    put_row(f, "total", &s->total, false);
+    put_row(f, "local", &s->local, true);
+
+    fputs("\nDecisions by reason\n", f);
+    for (int i = 0; i < s->npairs; i++)
+        put_reasons(f, report_fmt_pair(s->pairs[i].src, s->pairs[i].dst, name,
+                                       sizeof name), &s->pairs[i], names, nnames);
+    if (s->local.copies)
+        put_reasons(f, "local", &s->local, names, nnames);
+    struct report_pair acts = {0};
+    for (int i = 0; i < nnames; i++)
+        acts.reasons[i] = s->actions[i];
+    put_reasons(f, "actions", &acts, names, nnames);
+
+    fputs("\nP2P savings estimate (staged copies: CUPTI saw DTOH+HTOD, or "
+          "would-enable without activity)\n", f);
+    if (s->total.cand_meas_n + s->total.cand_unmeas_n == 0)
+        fputs("  none: no staged cross-GPU copy\n", f);
+    for (int i = 0; i < s->npairs; i++)
+        put_saving(f, report_fmt_pair(s->pairs[i].src, s->pairs[i].dst, name,
+                                      sizeof name), &s->pairs[i]);
+    if (s->npairs > 1 && s->total.cand_meas_n + s->total.cand_unmeas_n) {
+        char t[32];
+        fprintf(f, "  %-8s saves %s on %lld copies; %lld without estimate\n",
+                "total", report_fmt_ns(s->total.saved_ns, t, sizeof t),
+                (long long)s->total.saved_n, (long long)s->total.unest_n);
+    }
+    char t[32];
+    fprintf(f, "\nShim events: %lld peer enables (%s), %lld failed\n",
+            (long long)s->peer_enables, report_fmt_ns((double)s->enable_ns, t, sizeof t),
+            (long long)s->peer_enable_failures);
+    put_data_part(f, s, in, names, nnames);
+    return ferror(f) ? -1 : 0;
+}
