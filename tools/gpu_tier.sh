@@ -61,6 +61,11 @@ if [ "$do_build" = 1 ]; then
     fi
 fi
 
+if [ "$build_state" = ok ] && [ -x "$BUILD/tools/p2pshim/p2pshim" ]; then
+    echo "== p2pshim topo (NVML and the driver, loaded at run time)"
+    "$BUILD/tools/p2pshim/p2pshim" topo 2>&1 | tee -a "$LOGS/topo.txt"
+fi
+
 if [ "$do_tests" = 1 ]; then
     echo "== ctest -L gpu"
     if ctest --test-dir "$BUILD" -L gpu --output-on-failure \
@@ -110,8 +115,11 @@ EOF
 
 if [ -n "${OUT:-}" ]; then
     mkdir -p "$OUT"
-    for f in topo.txt build.log ctest.log ctest-gpu.xml bench.log summary.txt \
-             transcripts.tar.gz; do
+    # At most 8 files come back: the bulky rest travels in one tarball.
+    tar -czf "$OUT/logs.tar.gz" -C "$LOGS" $(cd "$LOGS" && ls -d build.log ctest-gpu.xml \
+        transcripts.tar.gz examples 2>/dev/null) 2>/dev/null
+    for f in topo.txt ctest.log bench.log summary.txt examples/report-example.html \
+             examples/run-example.jsonl; do
         [ -f "$LOGS/$f" ] && cp "$LOGS/$f" "$OUT/"
     done
     [ -f docs/p2pbench-results.json ] && [ "$do_bench" = 1 ] &&
