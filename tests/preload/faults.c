@@ -9,6 +9,9 @@
  *              each (a copy enables the direction from its issuing device)
  *   islands8   8 devices, two islands: across staged, within upgraded
  *   max_peers  3 devices, STANDIN_MAX_PEERS=1: a third pair cannot enable
+ *   limit8     8 devices, STANDIN_MAX_PEERS=3: every ordered pair copies; no
+ *              context ever holds more than 3 peers, no direction is tried
+ *              twice, and every copy's bytes are right (peer or staged)
  *   release    a primary context released to zero and retained again (all
  *              its state, peer links included, gone in the driver, like a
  *              reset): the next cross copy must be upgraded again
@@ -234,6 +237,26 @@ int main(int argc, char **argv)
                   "%llu enable calls (%llu ok), expected %llu",
                   (unsigned long long)s.peer_enable_calls, (unsigned long long)s.peer_enable_ok,
                   (unsigned long long)want);
+    } else if (strcmp(sc, "limit8") == 0) {
+        PL_EXPECT(env.ndev == 8, "needs STANDIN_DEVICES=8");
+        int peers = 0;
+        for (int a = 0; a < env.ndev; a++)
+            for (int b = 0; b < env.ndev; b++)
+                if (a != b)
+                    peers += xcopy(a, b, (a + b) % 3);
+        for (int a = 0; a < env.ndev; a++) {
+            int out = 0;
+            for (int b = 0; b < env.ndev; b++)
+                out += a != b && enabled(a, b);
+            PL_EXPECT(out <= 3, "device %d holds %d peers, past the limit of 3", a, out);
+        }
+        PL_EXPECT(enable_calls() <= 56, "%llu enable calls: a direction was tried twice",
+                  (unsigned long long)enable_calls());
+        /* 8 contexts x 3 peers = 24 directions at most, each serving a pair
+         * both ways: at least as many peer copies as enabled directions. */
+        PL_EXPECT(peers >= 24, "only %d of 56 copies went peer", peers);
+        printf("limit8: %d of 56 copies peer, %llu enable calls\n", peers,
+               (unsigned long long)enable_calls());
     } else if (strcmp(sc, "max_peers") == 0) {
         PL_EXPECT(env.ndev == 3, "needs STANDIN_DEVICES=3");
         PL_EXPECT(xcopy(0, 1, 0) == 1, "0->1 not upgraded");
