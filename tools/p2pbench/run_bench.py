@@ -72,7 +72,7 @@ def parse_args():
     p.add_argument("--pt-procs", type=int, default=16,
                    help="short pass-through processes per configuration and build")
     p.add_argument("--timeout", type=int, default=300, help="seconds per p2pbench run")
-    p.add_argument("--small-procs", type=int, default=12,
+    p.add_argument("--small-procs", type=int, default=10,
                    help="short processes per build and configuration for the 4 KiB "
                         "per-copy criterion (process-to-process noise dominates it)")
     return p.parse_args()
