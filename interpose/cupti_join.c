@@ -20,21 +20,24 @@
 static struct {
     CUptiResult (*subscribe)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *);
     CUptiResult (*unsubscribe)(CUpti_SubscriberHandle);
+    CUptiResult (*enable_domain)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain);
     CUptiResult (*register_callbacks)(CUpti_BuffersCallbackRequestFunc,
                                       CUpti_BuffersCallbackCompleteFunc);
     CUptiResult (*enable)(CUpti_ActivityKind);
     CUptiResult (*flush_all)(uint32_t);
     CUptiResult (*next_record)(uint8_t *, size_t, CUpti_Activity **);
-    CUptiResult (*push)(CUpti_ExternalCorrelationKind, uint64_t);
-    CUptiResult (*pop)(CUpti_ExternalCorrelationKind, uint64_t *);
     CUptiResult (*timestamp)(uint64_t *);
 } api;
 
 static atomic_bool active;
+static CUpti_SubscriberHandle subscriber;
+/* The decision whose driver call this thread is making (cupti_push). */
+static _Thread_local uint64_t current_decision;
+static _Atomic uint64_t mapped, joined, unjoined;
 static pthread_once_t start_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t join_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* correlation id -> decision id, from EXTERNAL_CORRELATION records. */
+/* correlation id -> decision id, from the driver API callback. */
 struct corr_entry {
     uint32_t correlation;
     uint64_t decision;
@@ -74,6 +77,7 @@ static void emit_or_hold(uint32_t correlation, const char *kind, uint64_t bytes,
     HASH_FIND(hh, corr_map, &correlation, sizeof correlation, c);
     if (c != NULL) {
         record_activity(c->decision, kind, bytes, start, end, src, dst, stream);
+        atomic_fetch_add(&joined, 1);
         return;
     }
     struct pending *p = malloc(sizeof *p);
@@ -112,6 +116,7 @@ static void resolve_pending(bool final)
         }
         record_activity(c ? c->decision : 0, p->kind, p->bytes, p->start, p->end, p->src,
                         p->dst, p->stream);
+        atomic_fetch_add(c ? &joined : &unjoined, 1);
         *pp = p->next;
         free(p);
     }
@@ -119,14 +124,12 @@ static void resolve_pending(bool final)
 
 /* Only the leading members of the copy records are read: they are the same
  * in CUDA 12's CUpti_ActivityMemcpy5 / MemcpyPtoP3 and CUDA 13's
- * CUpti_ActivityMemcpy6 / MemcpyPtoP4, so one build reads both. */
+ * CUpti_ActivityMemcpy6 / MemcpyPtoP4, so one build reads both. Their
+ * correlationId is the driver call's, which the API callback mapped to a
+ * decision. */
 static void handle(const CUpti_Activity *rec)
 {
-    if (rec->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
-        const CUpti_ActivityExternalCorrelation *e = (const void *)rec;
-        if (e->externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0)
-            add_correlation(e->correlationId, e->externalId);
-    } else if (rec->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
+    if (rec->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
         const CUpti_ActivityMemcpy6 *m = (const void *)rec;
         emit_or_hold(m->correlationId, copy_kind_name(m->copyKind), m->bytes, m->start,
                      m->end, (int)m->deviceId, (int)m->deviceId, m->streamId);
@@ -176,13 +179,23 @@ static void *open_cupti(void)
     return NULL;
 }
 
-static void CUPTIAPI probe_callback(void *userdata, CUpti_CallbackDomain domain,
-                                    CUpti_CallbackId cbid, const void *data)
+/* Inside each driver call (CUPTI calls back on the calling thread): the
+ * call's correlation id, which its copy records will carry, belongs to the
+ * decision this thread pushed. Nothing else happens here. */
+static void CUPTIAPI api_callback(void *userdata, CUpti_CallbackDomain domain,
+                                  CUpti_CallbackId cbid, const void *data)
 {
     (void)userdata;
-    (void)domain;
     (void)cbid;
-    (void)data;
+    const CUpti_CallbackData *cb = data;
+    uint64_t decision = current_decision;
+    if (decision == 0 || domain != CUPTI_CB_DOMAIN_DRIVER_API ||
+        cb->callbackSite != CUPTI_API_ENTER)
+        return;
+    pthread_mutex_lock(&join_lock);
+    add_correlation(cb->correlationId, decision);
+    pthread_mutex_unlock(&join_lock);
+    atomic_fetch_add_explicit(&mapped, 1, memory_order_relaxed);
 }
 
 static void unavailable(const char *why)
@@ -204,23 +217,22 @@ static void start_body(void)
 #define GET(field, name) *(void **)&api.field = sym(h, name)
     GET(subscribe, "cuptiSubscribe");
     GET(unsubscribe, "cuptiUnsubscribe");
+    GET(enable_domain, "cuptiEnableDomain");
     GET(register_callbacks, "cuptiActivityRegisterCallbacks");
     GET(enable, "cuptiActivityEnable");
     GET(flush_all, "cuptiActivityFlushAll");
     GET(next_record, "cuptiActivityGetNextRecord");
-    GET(push, "cuptiActivityPushExternalCorrelationId");
-    GET(pop, "cuptiActivityPopExternalCorrelationId");
     GET(timestamp, "cuptiGetTimestamp");
 #undef GET
-    if (!api.subscribe || !api.unsubscribe || !api.register_callbacks || !api.enable ||
-        !api.flush_all || !api.next_record || !api.push || !api.pop || !api.timestamp) {
+    if (!api.subscribe || !api.unsubscribe || !api.enable_domain || !api.register_callbacks ||
+        !api.enable || !api.flush_all || !api.next_record || !api.timestamp) {
         unavailable("libcupti lacks an entry point");
         return;
     }
     /* Only one subscriber per process before CUDA 13.3: if a tool holds
-     * CUPTI, leave it alone. The probe subscription is given back. */
-    CUpti_SubscriberHandle probe;
-    CUptiResult r = api.subscribe(&probe, probe_callback, NULL);
+     * CUPTI (Nsight Systems, compute-sanitizer), leave it alone. The shim's
+     * subscription maps each driver call to its decision (api_callback). */
+    CUptiResult r = api.subscribe(&subscriber, api_callback, NULL);
     if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
         unavailable("held by another tool (Nsight Systems or compute-sanitizer?)");
         return;
@@ -231,15 +243,11 @@ static void start_body(void)
         unavailable(why);
         return;
     }
-    api.unsubscribe(probe);
-    if (api.register_callbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS ||
-        api.enable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) != CUPTI_SUCCESS ||
-        /* External correlation records come with driver API records (and
-         * carry their correlation id, which the copy records share): the
-         * API records themselves are skipped. */
-        api.enable(CUPTI_ACTIVITY_KIND_DRIVER) != CUPTI_SUCCESS ||
+    if (api.enable_domain(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API) != CUPTI_SUCCESS ||
+        api.register_callbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS ||
         api.enable(CUPTI_ACTIVITY_KIND_MEMCPY) != CUPTI_SUCCESS ||
         api.enable(CUPTI_ACTIVITY_KIND_MEMCPY2) != CUPTI_SUCCESS) {
+        api.unsubscribe(subscriber);
         unavailable("activity collection could not be enabled");
         return;
     }
@@ -256,15 +264,12 @@ bool cupti_start(void)
 
 void cupti_push(uint64_t id)
 {
-    if (cupti_active())
-        api.push(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id);
+    current_decision = id;
 }
 
 void cupti_pop(void)
 {
-    uint64_t id;
-    if (cupti_active())
-        api.pop(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &id);
+    current_decision = 0;
 }
 
 uint64_t cupti_timestamp(void)
@@ -283,4 +288,7 @@ void cupti_flush(void)
     pthread_mutex_lock(&join_lock);
     resolve_pending(true);
     pthread_mutex_unlock(&join_lock);
+    LOG_DEBUG("CUPTI: %llu driver calls mapped to decisions, %llu copy records joined, "
+              "%llu not", (unsigned long long)atomic_load(&mapped),
+              (unsigned long long)atomic_load(&joined), (unsigned long long)atomic_load(&unjoined));
 }

@@ -1,6 +1,10 @@
 /* CUPTI, loaded at run time (never a link dependency): activity records of
  * the copies that really ran (MEMCPY, MEMCPY2) joined to the shim's
- * decisions through external correlation ids (the decision's id). */
+ * decisions. The shim subscribes to the driver API callbacks: inside each
+ * driver call it makes for a decision, the call's correlation id (which
+ * the copy records carry) is mapped to the decision's id. (External
+ * correlation ids were tried first: on the H200 machine only the first
+ * call of a process got its record.) */
 #ifndef P2PSHIM_CUPTI_JOIN_H
 #define P2PSHIM_CUPTI_JOIN_H
 
@@ -15,8 +19,8 @@ bool cupti_start(void);
 /* True once cupti_start succeeded. One relaxed load. */
 bool cupti_active(void);
 
-/* Around the driver call of decision id: every activity record the call
- * produces carries id. */
+/* Around the driver call of decision id: the copy records that call
+ * produces are joined to id. Thread-local; no CUPTI call. */
 void cupti_push(uint64_t id);
 void cupti_pop(void);
 
