@@ -16,7 +16,9 @@ The rules (the report's contract):
   below-min-bytes, cannot-peer, enable-failed, staged; else other.
 - A decision without bytes takes the largest bytes of its records.
 - Savings candidates: CUPTI-staged copies, and would-enable copies without
-  activity. saved = staged time (CUPTI's, else bytes / topo staged_gbps)
+  activity. saved = staged time (bytes / topo staged_gbps when the table
+  has it, since CUPTI's staged records cover one staging chunk; else
+  CUPTI's span)
   - bytes / peer GB/s (topo's, unless it says can_peer false; else the
   pair's best PTOP GB/s in the log; else none).
 """
@@ -219,6 +221,12 @@ def estimate(p, link):
         p["unestimated"] = cand
         return
     staged_gbps = link.get("staged_gbps", 0) if link else 0
+    if staged_gbps and staged_gbps > 0:
+        # the table's staged GB/s times every candidate (CUPTI's staged
+        # records cover one staging chunk, not the copy)
+        p["cand_unmeas"][0] += p["cand_meas"][0]
+        p["cand_unmeas"][1] += p["cand_meas"][1]
+        p["cand_meas"] = [0, 0, 0]
     staged_ns, peer_bytes, n = p["cand_meas"][2], p["cand_meas"][1], p["cand_meas"][0]
     if p["cand_unmeas"][0] and staged_gbps > 0:
         staged_ns += p["cand_unmeas"][1] / staged_gbps
