@@ -180,6 +180,9 @@ def compute(log_path, topo_path=None):
         if not cross:
             continue
         ns = d["ns"]
+        link = topo.get((d["src"], d["dst"]))
+        if d["kinds"] and path == "staged" and link and (link.get("staged_gbps") or 0) > 0:
+            ns = int(d["bytes"] / link["staged_gbps"])  # CUPTI times one chunk
         if d["kinds"] and ns is not None and ns > 0 and path in ("peer", "staged"):
             a = p["act"][path]
             a[0] += 1

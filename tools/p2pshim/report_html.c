@@ -130,7 +130,9 @@ static void put_pairs(FILE *f, const struct report_summary *s)
 {
     fputs("<h2>Traffic by device pair</h2>\n<p>Path as CUPTI saw it (PTOP: peer; "
           "DTOH+HTOD: staged), else as the decision implies. GB/s: bytes over "
-          "CUPTI time of the timed copies.</p>\n<table id=\"pairs\"><thead><tr>"
+          "CUPTI time of the timed copies; for staged copies the topo table's "
+          "measured figure where it has one (CUPTI's records of a staged copy "
+          "time one staging chunk).</p>\n<table id=\"pairs\"><thead><tr>"
           "<th>pair</th><th>copies</th><th>bytes</th><th>peer</th><th>staged</th>"
           "<th>other</th><th>peer GB/s</th><th>staged GB/s</th>"
           "<th>P2P would save</th></tr></thead><tbody>\n", f);

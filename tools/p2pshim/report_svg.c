@@ -4,7 +4,8 @@
  * moved 1000 times less still shows), with a legend; each cell shows its
  * bytes and carries a <title> with the counts.
  * Bandwidth: log-log, copy size against GB/s, one point per log2 size bin
- * and path (bytes over CUPTI time of the bin's copies), a bar from the
+ * and path (bytes over CUPTI time of the bin's copies; staged copies timed by
+ * the topo table where it has them), a bar from the
  * bin's slowest to its fastest copy. Bins keep memory fixed however many
  * copies the log holds. */
 #include <math.h>
