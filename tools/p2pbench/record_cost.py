@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Host cost per intercepted call of the decision records, on a GPU machine.
 
-record_cost.py P2PBENCH SHIM [PROCS]
+record_cost.py P2PBENCH SHIM [PROCS] [CONFIGS]
 Runs p2pbench's pass-through measurement (4 KiB same-device and
 host-to-device cudaMemcpyAsync, host time per call) in PROCS short processes
 for each of: no shim; the shim; the shim with a run log (CUPTI off); the
@@ -20,6 +20,7 @@ import tempfile
 
 bench, shim = sys.argv[1], sys.argv[2]
 procs = int(sys.argv[3]) if len(sys.argv) > 3 else 8
+wanted = sys.argv[4].split(",") if len(sys.argv) > 4 else None
 tmp = tempfile.mkdtemp(prefix="p2p-reccost-")
 configs = {
     "noshim": {},
@@ -29,9 +30,12 @@ configs = {
     "shim+log+cupti": {"LD_PRELOAD": shim, "P2PSHIM_RUN_LOG": os.path.join(tmp, "b-%p.jsonl"),
                        "P2PSHIM_CUPTI": "1"},
 }
+if wanted:
+    configs = {c: v for c, v in configs.items() if c in wanted}
 vals = {c: {} for c in configs}
 for i in range(procs):
-    for c, extra in (list(configs.items())[i % 4:] + list(configs.items())[:i % 4]):
+    items = list(configs.items())
+    for c, extra in items[i % len(items):] + items[:i % len(items)]:
         out = os.path.join(tmp, "r.json")
         env = dict(os.environ)
         env.pop("LD_PRELOAD", None)
@@ -53,8 +57,11 @@ for n in names:
     print("%-36s" % n + "".join("%11.0f /%8.0f" % (min(vals[c][n]), statistics.median(vals[c][n]))
                                 for c in configs))
 for n in ("d2d_same_device_async_4k", "h2d_pinned_async_4k"):
-    if n in vals["noshim"]:
-        f = {c: min(vals[c][n]) for c in configs}
-        print("%s: shim %+.0f ns, run log %+.0f ns more, CUPTI %+.0f ns more (floors)"
-              % (n, f["shim"] - f["noshim"], f["shim+log"] - f["shim"],
-                 f["shim+log+cupti"] - f["shim+log"]))
+    if n not in vals["noshim"]:
+        continue
+    f = {c: min(vals[c][n]) for c in configs}
+    a = vals["noshim"][n]
+    half = len(a) // 2
+    aa = abs(min(a[:half]) - min(a[half:])) if half else float("nan")
+    parts = ["%s %+.0f ns" % (c, f[c] - f["noshim"]) for c in configs if c != "noshim"]
+    print("%s (floors against noshim): %s; A/A %.0f ns" % (n, ", ".join(parts), aa))
