@@ -38,7 +38,7 @@ enum record_kind {
 };
 
 struct decision_record {
-    uint64_t id;       /* also the CUPTI external correlation id */
+    uint64_t id;       /* CUPTI copy records are joined to it */
     uint64_t t_ns;     /* CLOCK_MONOTONIC */
     uint64_t bytes;
     uint64_t stream;   /* the CUstream handle as given */
