@@ -43,6 +43,16 @@ static const char *const mode_names[] = {
     [P2PSHIM_MODE_OBSERVE] = "observe",
 };
 
+static const char *const bounce_names[] = {
+    [P2PSHIM_BOUNCE_AUTO] = "auto",
+    [P2PSHIM_BOUNCE_LAZY] = "lazy",
+    [P2PSHIM_BOUNCE_EAGER] = "eager",
+    [P2PSHIM_BOUNCE_OFF] = "off",
+};
+
+#define CHUNK_MIN ((size_t)4 << 10)
+#define CHUNK_MAX ((size_t)1 << 30)
+
 static const char *const level_names[] = {
     [P2PSHIM_LOG_ERROR] = "error",
     [P2PSHIM_LOG_WARN] = "warn",
@@ -61,6 +71,10 @@ void config_set_defaults(struct p2pshim_config *cfg)
     memset(cfg->pair_allowed, 1, sizeof cfg->pair_allowed);
     cfg->cupti = -1;
     cfg->record_limit = 262144; /* 16 MiB of records */
+    cfg->bounce = P2PSHIM_BOUNCE_AUTO;
+    cfg->bounce_budget = 0;
+    cfg->bounce_budget_pct = 25;
+    cfg->bounce_chunk = (size_t)2 << 20;
 }
 
 /* ---- warnings ---------------------------------------------------------- */
@@ -427,6 +441,51 @@ static void set_var(struct p2pshim_config *cfg, enum var_id id,
         else
             snprintf(cfg->topo_file, sizeof cfg->topo_file, "%s", value);
         break;
+    case VAR_P2PSHIM_BOUNCE: {
+        int b = parse_name(value, bounce_names, 4);
+        if (b < 0)
+            warnf(w, "%s=\"%s\": not a bounce mode (auto, lazy, eager or off); keeping %s",
+                  name, quote(value, SIZE_MAX, q), bounce_names[cfg->bounce]);
+        else
+            cfg->bounce = (enum p2pshim_bounce)b;
+        break;
+    }
+    case VAR_P2PSHIM_BOUNCE_BUDGET: {
+        size_t n = 0, len = strlen(value);
+        char digits[24];
+        bool pct = len > 1 && value[len - 1] == '%' && len - 1 < sizeof digits;
+        if (pct) {
+            memcpy(digits, value, len - 1);
+            digits[len - 1] = '\0';
+        }
+        if (pct && config_parse_bytes(digits, &n) && digits[len - 2] >= '0' &&
+            digits[len - 2] <= '9' && n >= 1 && n <= 100) {
+            cfg->bounce_budget = 0;
+            cfg->bounce_budget_pct = (unsigned)n;
+        } else if (!pct && config_parse_bytes(value, &n)) {
+            cfg->bounce_budget = n;
+            cfg->bounce_budget_pct = 0;
+        } else {
+            char now[32];
+            if (cfg->bounce_budget_pct)
+                snprintf(now, sizeof now, "%u%%", cfg->bounce_budget_pct);
+            else
+                snprintf(now, sizeof now, "%zu", cfg->bounce_budget);
+            warnf(w, "%s=\"%s\": not a byte count (K/M/G) or a percentage (1%%-100%%); "
+                  "keeping %s", name, quote(value, SIZE_MAX, q), now);
+        }
+        break;
+    }
+    case VAR_P2PSHIM_BOUNCE_CHUNK: {
+        size_t n = 0;
+        if (!config_parse_bytes(value, &n) || n < CHUNK_MIN || n > CHUNK_MAX ||
+            n % CHUNK_MIN != 0)
+            warnf(w, "%s=\"%s\": not a multiple of 4K between 4K and 1G; keeping %zu",
+                  name, quote(value, SIZE_MAX, q), cfg->bounce_chunk);
+        else
+            cfg->bounce_chunk = n;
+        break;
+    }
     case VAR_COUNT:
         break;
     }
@@ -614,6 +673,18 @@ void config_dump(const struct p2pshim_config *cfg,
             break;
         case VAR_P2PSHIM_TOPO_FILE:
             put(&o, "%s", cfg->topo_file);
+            break;
+        case VAR_P2PSHIM_BOUNCE:
+            put(&o, "%s", bounce_names[cfg->bounce]);
+            break;
+        case VAR_P2PSHIM_BOUNCE_BUDGET:
+            if (cfg->bounce_budget_pct)
+                put(&o, "%u%%", cfg->bounce_budget_pct);
+            else
+                put_bytes(&o, cfg->bounce_budget);
+            break;
+        case VAR_P2PSHIM_BOUNCE_CHUNK:
+            put_bytes(&o, cfg->bounce_chunk);
             break;
         case VAR_COUNT:
             break;

@@ -19,7 +19,11 @@
     X(P2PSHIM_RUN_LOG, "run log (JSON Lines, docs/LOG_FORMAT.md); %p is the pid") \
     X(P2PSHIM_CUPTI, "1/0: join CUPTI activity to decisions (default: observe)") \
     X(P2PSHIM_RECORD_LIMIT, "decision records buffered before drops")        \
-    X(P2PSHIM_TOPO_FILE, "bandwidth table of p2pshim topo --measure")
+    X(P2PSHIM_TOPO_FILE, "bandwidth table of p2pshim topo --measure")       \
+    X(P2PSHIM_BOUNCE, "host-bounced copies: auto (default), lazy, eager or off") \
+    X(P2PSHIM_BOUNCE_BUDGET, "device memory for bounce snapshots, per device: " \
+      "bytes (K/M/G) or N% of free memory (default 25%)")                     \
+    X(P2PSHIM_BOUNCE_CHUNK, "bytes a lazy host buffer fills per fault, 4K..1G (default 2M)")
 
 /* Devices the pair filter and the statistics can name. Devices at or past
  * this ordinal are never upgraded (reason "device ordinal too large"). */
@@ -31,6 +35,17 @@ enum p2pshim_mode {
     P2PSHIM_MODE_UPGRADE = 0,
     P2PSHIM_MODE_OFF = 1,
     P2PSHIM_MODE_OBSERVE = 2,
+};
+
+/* Host-bounced copies (bounce.h). auto: lazy where provably safe, eager
+ * where only that is, off elsewhere; lazy: lazy for pageable memory and
+ * eager for pinned even where a GPU could write it unseen; eager: never
+ * lazy. */
+enum p2pshim_bounce {
+    P2PSHIM_BOUNCE_AUTO = 0,
+    P2PSHIM_BOUNCE_LAZY = 1,
+    P2PSHIM_BOUNCE_EAGER = 2,
+    P2PSHIM_BOUNCE_OFF = 3,
 };
 
 enum p2pshim_log_level {
@@ -50,6 +65,10 @@ struct p2pshim_config {
     int cupti;                    /* 1 on, 0 off, -1 auto (on in observe) */
     size_t record_limit;          /* decisions buffered at most */
     char topo_file[512];          /* "" = the default cache location */
+    enum p2pshim_bounce bounce;
+    unsigned bounce_budget_pct;   /* percent of the device's free memory, */
+    size_t bounce_budget;         /* or, when that is 0, bytes per device */
+    size_t bounce_chunk;          /* page multiple */
     /* pair_allowed[src][dst]: whether a copy from device src to device dst
      * may be upgraded. All true unless P2PSHIM_PAIRS says otherwise. */
     bool pair_allowed[P2PSHIM_MAX_DEVICES][P2PSHIM_MAX_DEVICES];

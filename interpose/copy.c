@@ -10,6 +10,7 @@
 
 #include <nvtx3/nvToolsExt.h>
 
+#include "bounce.h"
 #include "cupti_join.h"
 #include "driver.h"
 #include "hooks.h"
@@ -20,6 +21,10 @@
 #include "route.h"
 #include "shim.h"
 #include "stats.h"
+
+/* Below this a unified copy is not looked at for bouncing (bounce.h
+ * leaves smaller ones alone anyway). */
+#define BOUNCE_UNIFIED_MIN ((size_t)64 << 10)
 
 bool shim_begin(void)
 {
@@ -253,6 +258,22 @@ static void decide_and_act(struct copy_call *call, struct end *src, struct end *
     }
 }
 
+/* A host end of a copy the shim passes through: lazy host buffers there
+ * are filled first (bounce.h), so the driver never faults on them. */
+static void host_touch(const struct end *e, CUdeviceptr ptr, size_t span, bool write,
+                       bool every_byte)
+{
+    if (e->route.known && e->route.kind != MEM_KIND_HOST_PINNED &&
+        e->route.kind != MEM_KIND_HOST_REGISTERED)
+        return;
+    if (!write)
+        bounce_host_access((const void *)(uintptr_t)ptr, span, false);
+    else if (every_byte)
+        bounce_host_access((const void *)(uintptr_t)ptr, span, true);
+    else
+        bounce_host_keep((const void *)(uintptr_t)ptr, span);
+}
+
 void copy_consider(struct copy_call *call, CUdeviceptr dst, CUcontext dst_ctx,
                    CUdeviceptr src, CUcontext src_ctx, size_t bytes)
 {
@@ -260,12 +281,53 @@ void copy_consider(struct copy_call *call, CUdeviceptr dst, CUcontext dst_ctx,
     if (bytes == 0 || dst == 0 || src == 0)
         return;
     resolve_end(dst, dst_ctx, &d);
+    bool bouncing = bounce_active();
+    if (bouncing)
+        host_touch(&d, dst, bytes, true, true);
     if (!d.route.known && dst_ctx == NULL && !record_enabled()) {
+        if (bouncing) {
+            resolve_end(src, src_ctx, &s);
+            host_touch(&s, src, bytes, false, true);
+        }
         stats_count(-1, -1, ROUTE_NOT_CROSS_UNKNOWN, bytes);
         return; /* host memory: no need to look at the source */
     }
     resolve_end(src, src_ctx, &s);
+    if (bouncing)
+        host_touch(&s, src, bytes, false, true);
     decide_and_act(call, &s, &d, bytes);
+}
+
+/* A host end of a unified copy: memory the driver does not know
+ * (pageable) or pinned/registered host memory. */
+static bool is_host(CUdeviceptr p, struct owner_info *info)
+{
+    if (!resolve_pointer(p, info))
+        return true;
+    return info->kind == MEM_KIND_HOST_PINNED || info->kind == MEM_KIND_HOST_REGISTERED;
+}
+
+struct copy_action copy_consider_linear(struct copy_call *call, CUdeviceptr dst,
+                                        CUdeviceptr src, size_t bytes, bool sync)
+{
+    struct copy_action act = {false, CUDA_SUCCESS};
+    const struct p2pshim_config *cfg = shim_config();
+    if (bytes >= BOUNCE_UNIFIED_MIN && dst != 0 && src != 0 &&
+        cfg->mode == P2PSHIM_MODE_UPGRADE && cfg->bounce != P2PSHIM_BOUNCE_OFF) {
+        struct owner_info di, si;
+        bool dh = is_host(dst, &di), sh = is_host(src, &si);
+        if (dh && !sh && si.device >= 0)
+            act.replaced = bounce_d2h(call, sync, (void *)(uintptr_t)dst, src, bytes, &act.rc);
+        else if (sh && !dh && di.device >= 0)
+            act.replaced = bounce_h2d(call, sync, dst, (const void *)(uintptr_t)src, bytes,
+                                      &act.rc);
+        if (act.replaced) {
+            stats_count(-1, -1, ROUTE_NOT_CROSS_HOST, bytes);
+            return act;
+        }
+    }
+    copy_consider(call, dst, NULL, src, NULL, bytes);
+    return act;
 }
 
 /* An end of a 2D/3D copy from its memory type and address fields. */
@@ -292,6 +354,33 @@ static void struct_end(CUmemorytype type, CUdeviceptr dev, size_t offset,
     }
 }
 
+/* The host side of a 2D/3D copy (HOST, or UNIFIED memory the driver
+ * does not know): its bounding span, touched before the driver runs. */
+static void struct_host(CUmemorytype type, const void *host, CUdeviceptr dev, size_t offset,
+                        size_t pitch, size_t height, size_t width, size_t rows,
+                        size_t depth, bool write)
+{
+    if (!bounce_active() || width == 0 || rows == 0 || depth == 0)
+        return;
+    uintptr_t p;
+    if (type == CU_MEMORYTYPE_HOST && host != NULL) {
+        p = (uintptr_t)host;
+    } else if (type == CU_MEMORYTYPE_UNIFIED && dev != 0) {
+        struct owner_info info;
+        if (resolve_pointer(dev, &info) && info.kind != MEM_KIND_HOST_PINNED &&
+            info.kind != MEM_KIND_HOST_REGISTERED)
+            return;
+        p = (uintptr_t)dev;
+    } else {
+        return;
+    }
+    size_t span = ((depth - 1) * height + (rows - 1)) * pitch + width;
+    bool whole = pitch == width && (depth == 1 || height == rows);
+    struct end e = {0};
+    e.route.known = false;
+    host_touch(&e, (CUdeviceptr)(p + offset), span, write, whole);
+}
+
 void copy_consider_2d(struct copy_call *call, const CUDA_MEMCPY2D *c)
 {
     struct end s = {0}, d = {0};
@@ -301,6 +390,12 @@ void copy_consider_2d(struct copy_call *call, const CUDA_MEMCPY2D *c)
                NULL, &s);
     struct_end(c->dstMemoryType, c->dstDevice, c->dstY * c->dstPitch + c->dstXInBytes,
                NULL, &d);
+    struct_host(c->srcMemoryType, c->srcHost, c->srcDevice,
+                c->srcY * c->srcPitch + c->srcXInBytes, c->srcPitch, c->Height,
+                c->WidthInBytes, c->Height, 1, false);
+    struct_host(c->dstMemoryType, c->dstHost, c->dstDevice,
+                c->dstY * c->dstPitch + c->dstXInBytes, c->dstPitch, c->Height,
+                c->WidthInBytes, c->Height, 1, true);
     decide_and_act(call, &s, &d, c->WidthInBytes * c->Height);
 }
 
@@ -320,6 +415,12 @@ void copy_consider_3d(struct copy_call *call, const CUDA_MEMCPY3D *c)
     struct_end(c->dstMemoryType, c->dstDevice,
                offset_3d(c->dstXInBytes, c->dstY, c->dstZ, c->dstPitch, c->dstHeight),
                NULL, &d);
+    struct_host(c->srcMemoryType, c->srcHost, c->srcDevice,
+                offset_3d(c->srcXInBytes, c->srcY, c->srcZ, c->srcPitch, c->srcHeight),
+                c->srcPitch, c->srcHeight, c->WidthInBytes, c->Height, c->Depth, false);
+    struct_host(c->dstMemoryType, c->dstHost, c->dstDevice,
+                offset_3d(c->dstXInBytes, c->dstY, c->dstZ, c->dstPitch, c->dstHeight),
+                c->dstPitch, c->dstHeight, c->WidthInBytes, c->Height, c->Depth, true);
     decide_and_act(call, &s, &d, c->WidthInBytes * c->Height * c->Depth);
 }
 
@@ -334,6 +435,12 @@ void copy_consider_3d_peer(struct copy_call *call, const CUDA_MEMCPY3D_PEER *c)
     struct_end(c->dstMemoryType, c->dstDevice,
                offset_3d(c->dstXInBytes, c->dstY, c->dstZ, c->dstPitch, c->dstHeight),
                c->dstContext, &d);
+    struct_host(c->srcMemoryType, c->srcHost, c->srcDevice,
+                offset_3d(c->srcXInBytes, c->srcY, c->srcZ, c->srcPitch, c->srcHeight),
+                c->srcPitch, c->srcHeight, c->WidthInBytes, c->Height, c->Depth, false);
+    struct_host(c->dstMemoryType, c->dstHost, c->dstDevice,
+                offset_3d(c->dstXInBytes, c->dstY, c->dstZ, c->dstPitch, c->dstHeight),
+                c->dstPitch, c->dstHeight, c->WidthInBytes, c->Height, c->Depth, true);
     decide_and_act(call, &s, &d, c->WidthInBytes * c->Height * c->Depth);
 }
 
@@ -369,20 +476,34 @@ void copy_consider_3d_batch(struct copy_call *call, size_t count,
             continue;
         operand_end(&op->src, &s);
         operand_end(&op->dst, &d);
+        if (bounce_active()) {
+            /* Pointer operands only; the extent read as a linear span is a
+             * bound (rows are whole when the row length is the width). */
+            if (op->src.type == CU_MEMCPY_OPERAND_TYPE_POINTER)
+                host_touch(&s, op->src.op.ptr.ptr, bytes, false, true);
+            if (op->dst.type == CU_MEMCPY_OPERAND_TYPE_POINTER)
+                host_touch(&d, op->dst.op.ptr.ptr, bytes, true, false);
+        }
         decide_and_act(call, &s, &d, bytes);
     }
 }
 
-void copy_consider_host(struct copy_call *call, CUdeviceptr device_ptr,
-                        const void *host_ptr, size_t bytes, bool to_device)
+struct copy_action copy_consider_host(struct copy_call *call, CUdeviceptr device_ptr,
+                                      const void *host_ptr, size_t bytes, bool to_device,
+                                      bool sync)
 {
+    struct copy_action act = {false, CUDA_SUCCESS};
+    if (bytes != 0 && device_ptr != 0)
+        act.replaced = to_device ? bounce_h2d(call, sync, device_ptr, host_ptr, bytes, &act.rc)
+                                 : bounce_d2h(call, sync, (void *)host_ptr, device_ptr, bytes,
+                                              &act.rc);
     if (!record_enabled()) {
         stats_count(-1, -1, ROUTE_NOT_CROSS_HOST, bytes);
-        return;
+        return act;
     }
     struct end dev = {0}, host = {0};
     if (bytes == 0)
-        return;
+        return act;
     resolve_end(device_ptr, NULL, &dev);
     resolve_end((CUdeviceptr)(uintptr_t)host_ptr, NULL, &host);
     if (!host.route.known) {
@@ -393,4 +514,5 @@ void copy_consider_host(struct copy_call *call, CUdeviceptr device_ptr,
         record_decision(call, &host, &dev, bytes, RECORD_PASS, ROUTE_NOT_CROSS_HOST);
     else
         record_decision(call, &dev, &host, bytes, RECORD_PASS, ROUTE_NOT_CROSS_HOST);
+    return act;
 }

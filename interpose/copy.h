@@ -30,6 +30,16 @@ struct copy_call {
     bool nvtx_range;      /* an NVTX range is open for an upgraded copy */
 };
 
+/* What a wrapper does after considering a host<->device copy: call the
+ * original, or return the answer of the shim's replacement, which ran
+ * with the original's synchronisation (a sync variant complete on return,
+ * an async one ordered in its stream, each in its own legacy or
+ * per-thread flavour). */
+struct copy_action {
+    bool replaced;
+    CUresult rc; /* when replaced: the program's answer */
+};
+
 /* A linear copy between two unified addresses. dst_ctx/src_ctx: the
  * contexts named by the Peer APIs, else NULL. */
 void copy_consider(struct copy_call *call, CUdeviceptr dst, CUcontext dst_ctx,
@@ -42,10 +52,19 @@ void copy_consider_batch(struct copy_call *call, const CUdeviceptr *dsts,
 void copy_consider_3d_batch(struct copy_call *call, size_t count,
                             const CUDA_MEMCPY3D_BATCH_OP *ops);
 
-/* A host<->device copy: passed through, counted and recorded.
- * to_device: host-to-device. */
-void copy_consider_host(struct copy_call *call, CUdeviceptr device_ptr,
-                        const void *host_ptr, size_t bytes, bool to_device);
+/* A host<->device copy: counted and recorded; a D2H may become a device
+ * snapshot and an H2D a copy from one (bounce.h). to_device: host-to-
+ * device. sync: a synchronous variant. */
+struct copy_action copy_consider_host(struct copy_call *call, CUdeviceptr device_ptr,
+                                      const void *host_ptr, size_t bytes, bool to_device,
+                                      bool sync);
+
+/* cuMemcpy / cuMemcpyAsync (unified addresses): a device-to-host or
+ * host-to-device copy among them may be bounced like the explicit ones
+ * (cudart and PyTorch reach cuMemcpyAsync for cudaMemcpyDefault); every
+ * other copy is copy_consider's. */
+struct copy_action copy_consider_linear(struct copy_call *call, CUdeviceptr dst,
+                                        CUdeviceptr src, size_t bytes, bool sync);
 
 /* Around the driver call: CUPTI correlation and the NVTX range. */
 void copy_call_begin(const struct copy_call *call);

@@ -85,6 +85,25 @@ static void resolve_api(void)
         (CUresult(*)(CUcontext, unsigned int))driver_symbol("cuCtxEnablePeerAccess");
     api.primary_ctx_get_state = (CUresult(*)(CUdevice, unsigned int *, int *))driver_symbol(
         "cuDevicePrimaryCtxGetState");
+    api.mem_alloc = (CUresult(*)(CUdeviceptr *, size_t))driver_symbol("cuMemAlloc_v2");
+    api.mem_free = (CUresult(*)(CUdeviceptr))driver_symbol("cuMemFree_v2");
+    api.mem_alloc_host = (CUresult(*)(void **, size_t))driver_symbol("cuMemAllocHost_v2");
+    api.mem_free_host = (CUresult(*)(void *))driver_symbol("cuMemFreeHost");
+    api.mem_get_info = (CUresult(*)(size_t *, size_t *))driver_symbol("cuMemGetInfo_v2");
+    api.device_get_attribute = (CUresult(*)(int *, CUdevice_attribute, CUdevice))driver_symbol(
+        "cuDeviceGetAttribute");
+    api.device_get_count = (CUresult(*)(int *))driver_symbol("cuDeviceGetCount");
+    api.event_create = (CUresult(*)(CUevent *, unsigned int))driver_symbol("cuEventCreate");
+    api.event_destroy = (CUresult(*)(CUevent))driver_symbol("cuEventDestroy_v2");
+    api.event_record = (CUresult(*)(CUevent, CUstream))driver_symbol("cuEventRecord");
+    api.event_record_ptsz = (CUresult(*)(CUevent, CUstream))driver_symbol("cuEventRecord_ptsz");
+    api.event_synchronize = (CUresult(*)(CUevent))driver_symbol("cuEventSynchronize");
+    api.stream_create = (CUresult(*)(CUstream *, unsigned int))driver_symbol("cuStreamCreate");
+    api.stream_synchronize = (CUresult(*)(CUstream))driver_symbol("cuStreamSynchronize");
+    api.stream_wait_event =
+        (CUresult(*)(CUstream, CUevent, unsigned int))driver_symbol("cuStreamWaitEvent");
+    api.stream_wait_event_ptsz =
+        (CUresult(*)(CUstream, CUevent, unsigned int))driver_symbol("cuStreamWaitEvent_ptsz");
     atomic_store_explicit(&api_ready, api.ctx_get_current != NULL,
                           memory_order_release);
 }

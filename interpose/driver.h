@@ -34,6 +34,23 @@ struct driver_api {
     CUresult (*stream_get_ctx_ptsz)(CUstream stream, CUcontext *ctx);
     CUresult (*ctx_enable_peer)(CUcontext peer, unsigned int flags);
     CUresult (*primary_ctx_get_state)(CUdevice dev, unsigned int *flags, int *active);
+    /* For the bounce module's snapshots (bounce_gpu.c). */
+    CUresult (*mem_alloc)(CUdeviceptr *ptr, size_t bytes);
+    CUresult (*mem_free)(CUdeviceptr ptr);
+    CUresult (*mem_alloc_host)(void **ptr, size_t bytes);
+    CUresult (*mem_free_host)(void *ptr);
+    CUresult (*mem_get_info)(size_t *free_bytes, size_t *total);
+    CUresult (*device_get_attribute)(int *value, CUdevice_attribute attr, CUdevice dev);
+    CUresult (*device_get_count)(int *count);
+    CUresult (*event_create)(CUevent *ev, unsigned int flags);
+    CUresult (*event_destroy)(CUevent ev);
+    CUresult (*event_record)(CUevent ev, CUstream stream);
+    CUresult (*event_record_ptsz)(CUevent ev, CUstream stream);
+    CUresult (*event_synchronize)(CUevent ev);
+    CUresult (*stream_create)(CUstream *stream, unsigned int flags);
+    CUresult (*stream_synchronize)(CUstream stream);
+    CUresult (*stream_wait_event)(CUstream stream, CUevent ev, unsigned int flags);
+    CUresult (*stream_wait_event_ptsz)(CUstream stream, CUevent ev, unsigned int flags);
 };
 
 /* The driver functions, resolved on first call once a driver is loaded;

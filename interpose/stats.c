@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bounce.h"
 #include "config.h"
 #include "log.h"
 
@@ -103,6 +104,7 @@ void stats_reset(void)
         memset(all[i], 0, sizeof *all[i]);
     atomic_store(&enables_ok, 0);
     atomic_store(&enables_failed, 0);
+    bounce_stats_reset();
 }
 
 void stats_report(void)
@@ -138,4 +140,5 @@ void stats_report(void)
              reasons[0] ? reasons : "-",
              (unsigned long long)atomic_load(&enables_ok),
              (unsigned long long)atomic_load(&enables_failed));
+    bounce_report();
 }

@@ -28,10 +28,12 @@ void stats_get_pair(int src_dev, int dst_dev, struct stats_pair *out);
  *   summary pair=0->1 copies=N upgraded=N passed=N bytes=N upgraded_bytes=N
  *           reasons=name:N,...
  * then "summary total ..." and "summary local ..." (copies that were not
- * cross-GPU, by reason). Registered with atexit by shim_init. */
+ * cross-GPU, by reason), and "summary bounce ..." when host-bounced copies
+ * were seen (bounce.h). Registered with atexit by shim_init. */
 void stats_report(void);
 
-/* Zeroes every counter: a forked child reports its own traffic only. */
+/* Zeroes every counter (the bounce ones too): a forked child reports its
+ * own traffic only. */
 void stats_reset(void);
 
 #endif

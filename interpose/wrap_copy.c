@@ -1,6 +1,8 @@
 /* Exported copy wrappers, one per exact driver variant (hooks.def). Each:
  * resolve the real function (never call NULL), consider the copy (maybe
- * enabling peer access), then call the original with its own arguments. */
+ * enabling peer access), then call the original with its own arguments;
+ * host<->device copies may instead return the answer of the shim's
+ * replacement (bounce.h). */
 #include "copy.h"
 #include "hooks.h"
 
@@ -37,12 +39,8 @@
     WRAP_STREAM(name, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s), \
                 (dst, src, n, s), s, pt, copy_consider(call, dst, NULL, src, NULL, n))
 
-WRAP_LINEAR_SYNC(cuMemcpy, LG)
-WRAP_LINEAR_SYNC(cuMemcpy_ptds, PT)
 WRAP_LINEAR_SYNC(cuMemcpyDtoD_v2, LG)
 WRAP_LINEAR_SYNC(cuMemcpyDtoD_v2_ptds, PT)
-WRAP_LINEAR_ASYNC(cuMemcpyAsync, LG)
-WRAP_LINEAR_ASYNC(cuMemcpyAsync_ptsz, PT)
 WRAP_LINEAR_ASYNC(cuMemcpyDtoDAsync_v2, LG)
 WRAP_LINEAR_ASYNC(cuMemcpyDtoDAsync_v2_ptsz, PT)
 
@@ -122,19 +120,59 @@ WRAP_3DBATCH_12080(cuMemcpy3DBatchAsync_ptsz, PT)
 WRAP_3DBATCH_13000(cuMemcpy3DBatchAsync_v2, LG)
 WRAP_3DBATCH_13000(cuMemcpy3DBatchAsync_v2_ptsz, PT)
 
-/* ---- host <-> device: passed through, counted and recorded ---- */
+/* ---- host <-> device: the shim may run a replacement (bounce.h) ----
+ * copy_consider_host returns the action: call the original, or return the
+ * replacement's answer. The replacement keeps the variant's stream and
+ * flavour (legacy or per-thread) and its synchronisation. */
+#define WRAP_HOST(name, params, args, stream_expr, pt, consider)              \
+    P2PSHIM_EXPORT CUresult name params                                       \
+    {                                                                         \
+        pfn_##name real = REAL(name);                                         \
+        if (real == NULL)                                                     \
+            return CUDA_ERROR_NOT_INITIALIZED;                                \
+        struct copy_call call_ = {HOOK_##name, (stream_expr), (pt), 0, false}; \
+        struct copy_call *call = &call_;                                      \
+        if (!shim_begin())                                                    \
+            return real args;                                                 \
+        struct copy_action act_ = consider;                                   \
+        shim_end();                                                           \
+        if (act_.replaced)                                                    \
+            return act_.rc;                                                   \
+        if (call_.correlation == 0 && !call_.nvtx_range)                      \
+            return real args;                                                 \
+        copy_call_begin(call);                                                \
+        CUresult r_ = real args;                                              \
+        copy_call_end(call);                                                  \
+        return r_;                                                            \
+    }
+
+#define SYNC true
+#define ASYNC false
 #define HTOD(name, pt)                                                        \
-    WRAP(name, (CUdeviceptr d, const void *h, size_t n), (d, h, n),           \
-         copy_consider_host(call, d, h, n, true), pt)
+    WRAP_HOST(name, (CUdeviceptr d, const void *h, size_t n), (d, h, n), NULL, pt, \
+              copy_consider_host(call, d, h, n, true, SYNC))
 #define DTOH(name, pt)                                                        \
-    WRAP(name, (void *h, CUdeviceptr d, size_t n), (h, d, n),                 \
-         copy_consider_host(call, d, h, n, false), pt)
+    WRAP_HOST(name, (void *h, CUdeviceptr d, size_t n), (h, d, n), NULL, pt,  \
+              copy_consider_host(call, d, h, n, false, SYNC))
 #define HTOD_ASYNC(name, pt)                                                  \
-    WRAP_STREAM(name, (CUdeviceptr d, const void *h, size_t n, CUstream s),   \
-                (d, h, n, s), s, pt, copy_consider_host(call, d, h, n, true))
+    WRAP_HOST(name, (CUdeviceptr d, const void *h, size_t n, CUstream s),     \
+              (d, h, n, s), s, pt, copy_consider_host(call, d, h, n, true, ASYNC))
 #define DTOH_ASYNC(name, pt)                                                  \
-    WRAP_STREAM(name, (void *h, CUdeviceptr d, size_t n, CUstream s),         \
-                (h, d, n, s), s, pt, copy_consider_host(call, d, h, n, false))
+    WRAP_HOST(name, (void *h, CUdeviceptr d, size_t n, CUstream s),           \
+              (h, d, n, s), s, pt, copy_consider_host(call, d, h, n, false, ASYNC))
+
+/* Unified copies: one of them may be a host bounce too. */
+#define UNIFIED(name, pt)                                                     \
+    WRAP_HOST(name, (CUdeviceptr dst, CUdeviceptr src, size_t n), (dst, src, n), NULL, pt, \
+              copy_consider_linear(call, dst, src, n, SYNC))
+#define UNIFIED_ASYNC(name, pt)                                               \
+    WRAP_HOST(name, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s), \
+              (dst, src, n, s), s, pt, copy_consider_linear(call, dst, src, n, ASYNC))
+
+UNIFIED(cuMemcpy, LG)
+UNIFIED(cuMemcpy_ptds, PT)
+UNIFIED_ASYNC(cuMemcpyAsync, LG)
+UNIFIED_ASYNC(cuMemcpyAsync_ptsz, PT)
 
 HTOD(cuMemcpyHtoD_v2, LG)
 HTOD(cuMemcpyHtoD_v2_ptds, PT)

@@ -5,6 +5,7 @@
  * replaced by that allocation's own). */
 #include <string.h>
 
+#include "bounce.h"
 #include "copy.h"
 #include "driver.h"
 #include "hooks.h"
@@ -55,10 +56,27 @@ static void record_pool(CUdeviceptr ptr, size_t size, CUstream stream, bool per_
         record((uintptr_t)ptr, size, MEM_KIND_POOL, dev, ctx);
 }
 
+/* The program's allocation failed for lack of memory: if the shim holds
+ * bounce snapshots on the current device, it gives them back and the call
+ * is made again, so the shim never makes an allocation fail. */
+static bool oom_release(CUresult r)
+{
+    const struct driver_api *d = driver_api();
+    CUdevice dev = -1;
+    if (r != CUDA_ERROR_OUT_OF_MEMORY || !bounce_active() || d->ctx_get_device == NULL ||
+        d->ctx_get_device(&dev) != CUDA_SUCCESS || !shim_begin())
+        return false;
+    bool freed = bounce_release_device((int)dev);
+    shim_end();
+    return freed;
+}
+
 P2PSHIM_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
     REAL_OR_FAIL(cuMemAlloc_v2);
     CUresult r = real(dptr, bytesize);
+    if (oom_release(r))
+        r = real(dptr, bytesize);
     if (r == CUDA_SUCCESS && shim_begin()) {
         record_current(*dptr, bytesize, MEM_KIND_DEVICE);
         shim_end();
@@ -72,6 +90,8 @@ P2PSHIM_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch,
 {
     REAL_OR_FAIL(cuMemAllocPitch_v2);
     CUresult r = real(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+    if (oom_release(r))
+        r = real(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
     if (r == CUDA_SUCCESS && shim_begin()) {
         record_current(*dptr, *pPitch * Height, MEM_KIND_DEVICE);
         shim_end();
@@ -84,11 +104,25 @@ P2PSHIM_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize,
 {
     REAL_OR_FAIL(cuMemAllocManaged);
     CUresult r = real(dptr, bytesize, flags);
+    if (oom_release(r))
+        r = real(dptr, bytesize, flags);
     if (r == CUDA_SUCCESS && shim_begin()) {
         record_current(*dptr, bytesize, MEM_KIND_MANAGED);
         shim_end();
     }
     return r;
+}
+
+/* Host memory the driver stops pinning (or frees): the snapshots over it
+ * end first. */
+static void host_gone(void *p)
+{
+    struct owner_info info;
+    if (p != NULL && bounce_active() && shim_begin()) {
+        if (ownership_lookup((uintptr_t)p, &info))
+            bounce_host_release(p, info.size - ((uintptr_t)p - info.base));
+        shim_end();
+    }
 }
 
 static void forget(uintptr_t base)
@@ -111,6 +145,8 @@ P2PSHIM_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
     {                                                                         \
         REAL_OR_FAIL(name);                                                   \
         CUresult r = real(dptr, bytesize, s);                                 \
+        if (oom_release(r))                                                   \
+            r = real(dptr, bytesize, s);                                      \
         if (r == CUDA_SUCCESS && shim_begin()) {                              \
             record_pool(*dptr, bytesize, s, pt);                              \
             shim_end();                                                       \
@@ -126,6 +162,8 @@ WRAP_ALLOC_ASYNC(cuMemAllocAsync_ptsz, true)
     {                                                                         \
         REAL_OR_FAIL(name);                                                   \
         CUresult r = real(dptr, bytesize, pool, s);                           \
+        if (oom_release(r))                                                   \
+            r = real(dptr, bytesize, pool, s);                                \
         if (r == CUDA_SUCCESS && shim_begin()) {                              \
             record_pool(*dptr, bytesize, s, pt);                              \
             shim_end();                                                       \
@@ -171,6 +209,7 @@ P2PSHIM_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int 
 P2PSHIM_EXPORT CUresult cuMemFreeHost(void *p)
 {
     REAL_OR_FAIL(cuMemFreeHost);
+    host_gone(p);
     forget((uintptr_t)p);
     return real(p);
 }
@@ -178,6 +217,12 @@ P2PSHIM_EXPORT CUresult cuMemFreeHost(void *p)
 P2PSHIM_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
 {
     REAL_OR_FAIL(cuMemHostRegister_v2);
+    /* Pinning reads every page in the driver: lazy ones are filled first,
+     * and a snapshot cannot follow memory a GPU may then write unseen. */
+    if (p != NULL && bounce_active() && shim_begin()) {
+        bounce_host_keep(p, bytesize);
+        shim_end();
+    }
     CUresult r = real(p, bytesize, Flags);
     if (r == CUDA_SUCCESS && shim_begin()) {
         record((uintptr_t)p, bytesize, MEM_KIND_HOST_REGISTERED, -1, NULL);
@@ -189,6 +234,7 @@ P2PSHIM_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned 
 P2PSHIM_EXPORT CUresult cuMemHostUnregister(void *p)
 {
     REAL_OR_FAIL(cuMemHostUnregister);
+    host_gone(p);
     forget((uintptr_t)p);
     return real(p);
 }
@@ -200,6 +246,8 @@ P2PSHIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t
 {
     REAL_OR_FAIL(cuMemCreate);
     CUresult r = real(handle, size, prop, flags);
+    if (oom_release(r))
+        r = real(handle, size, prop, flags);
     if (r == CUDA_SUCCESS && prop != NULL &&
         prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE && shim_begin()) {
         ownership_handle_add((uint64_t)*handle, prop->location.id);

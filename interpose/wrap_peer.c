@@ -1,5 +1,6 @@
 /* Exported peer-state and context wrappers: the program's view of peer
  * access (peer.h) and the state dropped when a context goes away. */
+#include "bounce.h"
 #include "copy.h"
 #include "driver.h"
 #include "hooks.h"
@@ -41,11 +42,23 @@ static void forget_device(int dev)
     }
 }
 
+/* Before a context may go: the bounce snapshots it holds are filled into
+ * their host buffers and freed while the context still works. ctx NULL:
+ * every context of dev (a primary context's reset or last release). */
+static void before_ctx_gone(CUcontext ctx, int dev)
+{
+    if (shim_begin()) {
+        bounce_ctx_gone(ctx, dev);
+        shim_end();
+    }
+}
+
 P2PSHIM_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev)
 {
     pfn_cuDevicePrimaryCtxReset real = REAL(cuDevicePrimaryCtxReset);
     if (real == NULL)
         return CUDA_ERROR_NOT_INITIALIZED;
+    before_ctx_gone(NULL, (int)dev);
     CUresult r = real(dev);
     if (r == CUDA_SUCCESS)
         forget_device((int)dev);
@@ -57,6 +70,7 @@ P2PSHIM_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
     pfn_cuDevicePrimaryCtxReset_v2 real = REAL(cuDevicePrimaryCtxReset_v2);
     if (real == NULL)
         return CUDA_ERROR_NOT_INITIALIZED;
+    before_ctx_gone(NULL, (int)dev);
     CUresult r = real(dev);
     if (r == CUDA_SUCCESS)
         forget_device((int)dev);
@@ -79,6 +93,7 @@ P2PSHIM_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
     pfn_cuDevicePrimaryCtxRelease real = REAL(cuDevicePrimaryCtxRelease);
     if (real == NULL)
         return CUDA_ERROR_NOT_INITIALIZED;
+    before_ctx_gone(NULL, (int)dev);
     CUresult r = real(dev);
     if (r == CUDA_SUCCESS)
         forget_if_inactive(dev);
@@ -90,6 +105,7 @@ P2PSHIM_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
     pfn_cuDevicePrimaryCtxRelease_v2 real = REAL(cuDevicePrimaryCtxRelease_v2);
     if (real == NULL)
         return CUDA_ERROR_NOT_INITIALIZED;
+    before_ctx_gone(NULL, (int)dev);
     CUresult r = real(dev);
     if (r == CUDA_SUCCESS)
         forget_if_inactive(dev);
@@ -101,6 +117,7 @@ P2PSHIM_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
     pfn_cuCtxDestroy_v2 real = REAL(cuCtxDestroy_v2);
     if (real == NULL)
         return CUDA_ERROR_NOT_INITIALIZED;
+    before_ctx_gone(ctx, -1);
     CUresult r = real(ctx);
     if (r == CUDA_SUCCESS && shim_begin()) {
         peer_forget_ctx(ctx);

@@ -2,13 +2,15 @@
 # gpu_tier.sh: the GPU tier in one command, on the GPU machine.
 #
 #   tools/gpu_tier.sh [--no-build] [--no-tests] [--no-bench]
-#                     [--rounds N] [--bench-args "..."]
+#                     [--rounds N] [--bench-args "..."] [--tests REGEX]
+#                     [--no-bounce]
 #
 # 1. prints the GPU topology (nvidia-smi topo -m);
 # 2. configures and builds (cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release,
 #    16 jobs); uthash comes from .deps/include, carried with the tree;
-# 3. runs ctest -L gpu --output-on-failure;
-# 4. runs tools/p2pbench/run_bench.py (results: docs/p2pbench-results.json);
+# 3. runs ctest -L gpu --output-on-failure (-R REGEX with --tests);
+# 4. runs tools/p2pbench/run_bench.py (results: docs/p2pbench-results.json)
+#    and tools/p2pbench/bounce_run.sh (host bounces: docs/bounce-results.jsonl);
 # 5. copies logs and JSON to $OUT when set (8 files at most);
 # 6. prints a summary table last: each gpu test pass/fail/skip, each
 #    benchmark criterion.
@@ -20,12 +22,14 @@ cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
 BUILD=${P2PSHIM_GPU_BUILD:-build-gpu}
 LOGS=$ROOT/$BUILD/gpu-tier
-do_build=1 do_tests=1 do_bench=1 rounds=2 bench_args=""
+do_build=1 do_tests=1 do_bench=1 do_bounce=1 rounds=2 bench_args="" tests_regex=""
 while [ $# -gt 0 ]; do
     case "$1" in
     --no-build) do_build=0; shift ;;
     --no-tests) do_tests=0; shift ;;
     --no-bench) do_bench=0; shift ;;
+    --no-bounce) do_bounce=0; shift ;;
+    --tests) tests_regex=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --bench-args) bench_args=$2; shift 2 ;;
     *) echo "gpu_tier.sh: unknown argument $1" >&2; exit 2 ;;
@@ -35,7 +39,7 @@ export PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 HF_HUB_OFFLINE=1
 export CMAKE_BUILD_PARALLEL_LEVEL=16
 mkdir -p "$LOGS"
 status=0
-build_state=skipped tests_state=skipped bench_state=skipped
+build_state=skipped tests_state=skipped bench_state=skipped bounce_state=skipped
 
 echo "== nvidia-smi topo -m"
 if command -v nvidia-smi >/dev/null 2>&1; then
@@ -66,9 +70,24 @@ if [ "$build_state" = ok ] && [ -x "$BUILD/tools/p2pshim/p2pshim" ]; then
     "$BUILD/tools/p2pshim/p2pshim" topo 2>&1 | tee -a "$LOGS/topo.txt"
 fi
 
+if [ "$build_state" = ok ] && [ -x "$BUILD/tests/gpu/gpu_bounce_static_legacy" ]; then
+    echo "== bounce probe (what host memory allows; a kernel reading a bounced buffer)"
+    probe=$BUILD/tests/gpu/gpu_bounce_static_legacy
+    { timeout 60 "$probe" --probe
+      echo "-- --probe-hmm without the shim"; timeout 60 "$probe" --probe-hmm; echo "exit $?"
+      echo "-- --probe-hmm with the shim, P2PSHIM_BOUNCE=lazy"
+      LD_PRELOAD=$ROOT/$BUILD/interpose/libp2pshim.so P2PSHIM_BOUNCE=lazy P2PSHIM_LOG=info \
+          timeout 60 "$probe" --probe-hmm; echo "exit $?"
+      echo "-- --probe-hmm with the shim, P2PSHIM_BOUNCE=auto"
+      LD_PRELOAD=$ROOT/$BUILD/interpose/libp2pshim.so P2PSHIM_LOG=info \
+          timeout 60 "$probe" --probe-hmm; echo "exit $?"
+      echo "-- kernel log (Xid, userfaultfd)"; dmesg 2>/dev/null | tail -n 15
+    } 2>&1 | tee "$LOGS/bounce-probe.txt"
+fi
+
 if [ "$do_tests" = 1 ]; then
     echo "== ctest -L gpu"
-    if ctest --test-dir "$BUILD" -L gpu --output-on-failure \
+    if ctest --test-dir "$BUILD" -L gpu ${tests_regex:+-R "$tests_regex"} --output-on-failure \
              --output-junit "$LOGS/ctest-gpu.xml" 2>&1 | tee "$LOGS/ctest.log"; then
         tests_state=ok
     else
@@ -88,13 +107,23 @@ if [ "$do_bench" = 1 ]; then
         bench_state=FAILED status=1
     fi
 fi
+if [ "$do_bounce" = 1 ] && [ "$build_state" != FAILED ]; then
+    echo "== bounce_run.sh"
+    if sh tools/p2pbench/bounce_run.sh "$BUILD" docs/bounce-results.jsonl 2>&1 |
+           tee "$LOGS/bounce.log"; then
+        bounce_state=ok
+    else
+        bounce_state=FAILED status=1
+    fi
+fi
 
 # The summary table: from ctest's log and run_bench's criteria lines.
-python3 - "$LOGS" "$build_state" "$tests_state" "$bench_state" >"$LOGS/summary.txt" <<'EOF'
+python3 - "$LOGS" "$build_state" "$tests_state" "$bench_state" "$bounce_state" \
+    >"$LOGS/summary.txt" <<'EOF'
 import os, re, sys
-logs, build, tests, bench = sys.argv[1:5]
+logs, build, tests, bench, bounce = sys.argv[1:6]
 print("== gpu tier summary")
-print("build: %s   tests: %s   bench: %s" % (build, tests, bench))
+print("build: %s   tests: %s   bench: %s   bounce: %s" % (build, tests, bench, bounce))
 pat = re.compile(r"Test\s+#\d+: (\S+) \.*\s*(?:\*\*\*)?([A-Za-z][A-Za-z ]*?)(?::[^\d]*)?\s+[\d.]+ sec")
 path = os.path.join(logs, "ctest.log")
 if os.path.exists(path):
@@ -111,6 +140,13 @@ if os.path.exists(path):
         print("benchmark criteria:")
         for l in lines[lines.index("== acceptance criteria") + 1:]:
             print("  " + (l if len(l) < 150 else l[:147] + "..."))
+path = os.path.join(logs, "bounce.log")
+if os.path.exists(path):
+    lines = open(path, errors="replace").read().splitlines()
+    if "== bounce criteria" in lines:
+        print("bounce criteria:")
+        for l in lines[lines.index("== bounce criteria") + 1:]:
+            print("  " + (l if len(l) < 150 else l[:147] + "..."))
 EOF
 
 if [ -n "${OUT:-}" ]; then
@@ -118,12 +154,13 @@ if [ -n "${OUT:-}" ]; then
     # At most 8 files come back: the bulky rest travels in one tarball.
     tar -czf "$OUT/logs.tar.gz" -C "$LOGS" $(cd "$LOGS" && ls -d build.log ctest-gpu.xml \
         transcripts.tar.gz examples 2>/dev/null) 2>/dev/null
-    for f in topo.txt ctest.log bench.log summary.txt examples/report-example.html \
-             examples/run-example.jsonl; do
+    for f in topo.txt ctest.log bench.log bounce.log bounce-probe.txt summary.txt; do
         [ -f "$LOGS/$f" ] && cp "$LOGS/$f" "$OUT/"
     done
     [ -f docs/p2pbench-results.json ] && [ "$do_bench" = 1 ] &&
         cp docs/p2pbench-results.json "$OUT/"
+    [ -f docs/bounce-results.jsonl ] && [ "$do_bounce" = 1 ] &&
+        cp docs/bounce-results.jsonl "$OUT/"
 fi
 cat "$LOGS/summary.txt"
 exit $status

@@ -89,7 +89,10 @@ static bool same_config(const struct p2pshim_config *a,
            a->dump_config == b->dump_config &&
            strcmp(a->run_log, b->run_log) == 0 && a->cupti == b->cupti &&
            a->record_limit == b->record_limit &&
-           strcmp(a->topo_file, b->topo_file) == 0 &&
+           strcmp(a->topo_file, b->topo_file) == 0 && a->bounce == b->bounce &&
+           a->bounce_budget == b->bounce_budget &&
+           a->bounce_budget_pct == b->bounce_budget_pct &&
+           a->bounce_chunk == b->bounce_chunk &&
            memcmp(a->pair_allowed, b->pair_allowed, sizeof a->pair_allowed) ==
                0;
 }
@@ -224,6 +227,61 @@ static void test_observability_values(void)
     CHECK(parse(&cfg, "P2PSHIM_MODE=watch", NULL) == 1 && cfg.mode == P2PSHIM_MODE_UPGRADE);
 }
 
+static char dump_lines[16][1024];
+static void round_trip(const struct p2pshim_config *cfg, const char *pairs_want);
+
+/* The bounce variables (host-bounced copies). */
+static void test_bounce_values(void)
+{
+    struct p2pshim_config cfg;
+    CHECK(parse(&cfg, NULL) == 0);
+    CHECK(cfg.bounce == P2PSHIM_BOUNCE_AUTO && cfg.bounce_budget_pct == 25 &&
+          cfg.bounce_budget == 0 && cfg.bounce_chunk == ((size_t)2 << 20));
+    CHECK(parse(&cfg, "P2PSHIM_BOUNCE=Lazy", "P2PSHIM_BOUNCE_BUDGET=512M",
+                "P2PSHIM_BOUNCE_CHUNK=64K", NULL) == 0);
+    CHECK(cfg.bounce == P2PSHIM_BOUNCE_LAZY && cfg.bounce_budget == ((size_t)512 << 20) &&
+          cfg.bounce_budget_pct == 0 && cfg.bounce_chunk == ((size_t)64 << 10));
+    round_trip(&cfg, NULL);
+    CHECK_STR(dump_lines[NVARS - 2], "config P2PSHIM_BOUNCE_BUDGET=512M");
+    CHECK(parse(&cfg, "P2PSHIM_BOUNCE=eager", "P2PSHIM_BOUNCE_BUDGET=40%", NULL) == 0);
+    CHECK(cfg.bounce == P2PSHIM_BOUNCE_EAGER && cfg.bounce_budget_pct == 40);
+    round_trip(&cfg, NULL);
+    CHECK_STR(dump_lines[NVARS - 2], "config P2PSHIM_BOUNCE_BUDGET=40%");
+    CHECK(parse(&cfg, "P2PSHIM_BOUNCE=off", "P2PSHIM_BOUNCE_BUDGET=0", NULL) == 0);
+    CHECK(cfg.bounce == P2PSHIM_BOUNCE_OFF && cfg.bounce_budget == 0 &&
+          cfg.bounce_budget_pct == 0);
+    round_trip(&cfg, NULL);
+
+    static const struct {
+        const char *env, *want;
+    } bad[] = {
+        {"P2PSHIM_BOUNCE=fast",
+         "P2PSHIM_BOUNCE=\"fast\": not a bounce mode (auto, lazy, eager or off); "
+         "keeping auto"},
+        {"P2PSHIM_BOUNCE_BUDGET=0%",
+         "P2PSHIM_BOUNCE_BUDGET=\"0%\": not a byte count (K/M/G) or a percentage "
+         "(1%-100%); keeping 25%"},
+        {"P2PSHIM_BOUNCE_BUDGET=101%", "P2PSHIM_BOUNCE_BUDGET=\"101%\": not a byte"},
+        {"P2PSHIM_BOUNCE_BUDGET=%", "P2PSHIM_BOUNCE_BUDGET=\"%\": not a byte"},
+        {"P2PSHIM_BOUNCE_BUDGET=5K%", "P2PSHIM_BOUNCE_BUDGET=\"5K%\": not a byte"},
+        {"P2PSHIM_BOUNCE_BUDGET=lots", "P2PSHIM_BOUNCE_BUDGET=\"lots\": not a byte"},
+        {"P2PSHIM_BOUNCE_CHUNK=1000",
+         "P2PSHIM_BOUNCE_CHUNK=\"1000\": not a multiple of 4K between 4K and 1G; "
+         "keeping 2097152"},
+        {"P2PSHIM_BOUNCE_CHUNK=2G", "P2PSHIM_BOUNCE_CHUNK=\"2G\": not a multiple"},
+        {"P2PSHIM_BOUNCE_CHUNK=6K", "P2PSHIM_BOUNCE_CHUNK=\"6K\": not a multiple"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK(parse(&cfg, bad[i].env, NULL) == 1);
+        CHECK(is_default(&cfg));
+        if (strncmp(lines[0], bad[i].want, strlen(bad[i].want)) != 0) {
+            fprintf(stderr, "%s:%d: warning \"%s\", want \"%s\"\n", __FILE__,
+                    __LINE__, lines[0], bad[i].want);
+            failures++;
+        }
+    }
+}
+
 static void test_bad_values(void)
 {
     struct p2pshim_config cfg;
@@ -300,7 +358,8 @@ static void test_names(void)
     CHECK_STR(lines[0],
               "unknown variable P2PSHIM_MODEE (known: P2PSHIM_MODE, "
               "P2PSHIM_PAIRS, P2PSHIM_MIN_BYTES, P2PSHIM_LOG, "
-              "P2PSHIM_LOG_FILE, P2PSHIM_DUMP_CONFIG, P2PSHIM_RUN_LOG, P2PSHIM_CUPTI, P2PSHIM_RECORD_LIMIT, P2PSHIM_TOPO_FILE)");
+              "P2PSHIM_LOG_FILE, P2PSHIM_DUMP_CONFIG, P2PSHIM_RUN_LOG, P2PSHIM_CUPTI, P2PSHIM_RECORD_LIMIT, P2PSHIM_TOPO_FILE, "
+              "P2PSHIM_BOUNCE, P2PSHIM_BOUNCE_BUDGET, P2PSHIM_BOUNCE_CHUNK)");
 
     CHECK(parse(&cfg, "P2PSHIM_=1", "P2PSHIM_LOGFILE=x", "P2PSHIM_mode=off",
                 NULL) == 3);
@@ -587,9 +646,9 @@ static void round_trip(const struct p2pshim_config *cfg, const char *pairs_want)
     ndump = 0;
     config_dump(cfg, collect_dump);
     CHECK(ndump == NVARS);
-    char *envp[8];
+    char *envp[NVARS + 1];
     int n = 0;
-    for (int i = 0; i < ndump && i < 6; i++) {
+    for (int i = 0; i < ndump && i < NVARS; i++) {
         CHECK(strncmp(dump_lines[i], "config P2PSHIM_", 15) == 0);
         CHECK(strchr(dump_lines[i], '\n') == NULL);
         envp[n++] = dump_lines[i] + strlen("config ");
@@ -865,6 +924,7 @@ int main(void)
     test_defaults();
     test_good_values();
     test_observability_values();
+    test_bounce_values();
     test_bad_values();
     test_names();
     test_bytes();

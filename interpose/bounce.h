@@ -1,0 +1,102 @@
+/* Host-bounced copies: a device-to-host copy whose host buffer later feeds
+ * a host-to-device copy becomes a snapshot of the source on its own GPU
+ * plus one peer (or on-GPU) copy, with every byte the program can see kept
+ * exactly as without the shim.
+ *
+ * The device-to-host copy (D2H) takes a snapshot of the source into a
+ * shim-owned device buffer, on the program's stream, where the D2H would
+ * have run. Then, by the host memory's kind:
+ *   lazy (pageable, private anonymous memory): the D2H does not move the
+ *     bytes. The fully covered pages are dropped and registered with
+ *     userfaultfd (MISSING|WP); the partial head and tail pages are copied
+ *     from the snapshot. A CPU touch (or a system call's) fills pages from
+ *     the snapshot in chunks, with read-ahead, write-protected; a write
+ *     marks a page dirty.
+ *   eager (pinned or registered memory, where DMA ignores page tables):
+ *     the D2H writes the host from the snapshot as usual; the range is
+ *     write-protected so that CPU writes mark pages dirty.
+ * The host-to-device copy (H2D) from a range holding clean snapshot pages
+ * copies those parts from the snapshot, on the program's stream, in the
+ * same legacy/per-thread flavour; dirty parts and bytes no snapshot holds
+ * go the normal way, in order, on the same stream.
+ *
+ * Sync variants complete before returning (lazy D2H variants, sync or not,
+ * wait for the snapshot: a pageable D2H returns only once complete). The
+ * shim's driver calls go straight to the driver, push and pop contexts,
+ * and never become the program's error: any failure before the program's
+ * bytes are touched falls back to the original call.
+ *
+ * A snapshot ends when its range is written by a new D2H, freed (free,
+ * realloc, cuMemFreeHost, cuMemHostUnregister), unmapped or dropped
+ * (userfaultfd UNMAP/REMOVE; REMAP moves it along), its context is reset
+ * or destroyed, before fork (lazy pages are materialised first), at exit,
+ * or when evicted (LRU within P2PSHIM_BOUNCE_BUDGET per device; a failed
+ * allocation of the program's frees what the shim holds on that device).
+ *
+ * Thread-safe. One mutex guards the table; it is never held across a
+ * driver call. */
+#ifndef P2PSHIM_BOUNCE_H
+#define P2PSHIM_BOUNCE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "copy.h"
+#include "shim_cuda.h"
+
+/* True while any snapshot exists (one relaxed atomic load). */
+bool bounce_active(void);
+
+/* The D2H hooks: true when the shim ran its replacement (then *rc is the
+ * program's answer), false when the wrapper must call the original. sync:
+ * a synchronous variant (call->stream is then meaningless). */
+bool bounce_d2h(const struct copy_call *call, bool sync, void *host, CUdeviceptr dev,
+                size_t bytes, CUresult *rc);
+bool bounce_h2d(const struct copy_call *call, bool sync, CUdeviceptr dev,
+                const void *host, size_t bytes, CUresult *rc);
+
+/* The driver is about to read (write false) or write every byte (write
+ * true) of host memory by a path the shim does not replace (cuMemcpy with
+ * a host end, batches, a D2H left to the original): lazy pages there are
+ * filled first, in this thread, so that the driver never faults on them;
+ * a write ends the snapshots it overlaps. Cheap when no snapshot exists. */
+void bounce_host_access(const void *host, size_t bytes, bool write);
+
+/* The range is about to change in ways a snapshot cannot follow (a 2D/3D
+ * write that skips bytes, cuMemHostRegister pinning it, realloc): the
+ * snapshots overlapping it end, every lazy page filled first. */
+void bounce_host_keep(const void *host, size_t bytes);
+
+/* Host memory given back (free, cuMemFreeHost, cuMemHostUnregister): the
+ * snapshots overlapping it end, without filling pages that the range
+ * covers whole. size 0: the range is unknown (free): ends the snapshot
+ * whose range starts at host, if any. */
+void bounce_host_release(const void *host, size_t bytes);
+
+/* A context reset or destroyed (ctx NULL with dev >= 0: every context of
+ * dev): snapshots held there are materialised and freed first. */
+void bounce_ctx_gone(CUcontext ctx, int dev);
+
+/* The program's allocation on dev failed for lack of memory: frees every
+ * snapshot held there (materialising lazy pages). Returns true when
+ * anything was freed (the caller then retries once). */
+bool bounce_release_device(int dev);
+
+/* Exit summary: "summary bounce seen=N upgraded=N ...", when any bounce
+ * was seen. */
+void bounce_report(void);
+
+struct bounce_stats {
+    uint64_t d2h_lazy, d2h_eager;  /* D2H copies that took a snapshot */
+    uint64_t seen, upgraded;       /* H2D copies from snapshot ranges; served (partly) */
+    uint64_t upgraded_bytes;       /* bytes an H2D took from a snapshot */
+    uint64_t lazy_bytes;           /* bytes a D2H left on the device */
+    uint64_t materialised_bytes;   /* of those, filled into host memory later */
+    uint64_t faults;               /* page faults served */
+    uint64_t evicted, fallbacks;   /* snapshots evicted; D2H left to the original */
+};
+void bounce_get_stats(struct bounce_stats *out);
+void bounce_stats_reset(void);
+
+#endif

@@ -1,0 +1,419 @@
+/* The bounce module's copies: which D2H takes a snapshot and how (lazy or
+ * eager), and which H2D is served from snapshots (bounce.h). */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "bounce_int.h"
+#include "driver.h"
+#include "hooks.h"
+#include "log.h"
+#include "peer.h"
+#include "resolve.h"
+#include "route.h"
+#include "shim.h"
+#include "uffd.h"
+
+/* Below this a snapshot costs more than the host copy it saves. */
+#define BOUNCE_MIN_BYTES ((size_t)64 << 10)
+/* An H2D split into more pieces than this goes the normal way. */
+#define PIECES_MAX 16
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static bool uffd_ok;
+
+static void once_body(void)
+{
+    uffd_ok = bounce_start();
+    /* Registered after shim.c's: our prepare (filling lazy pages, with
+     * driver calls) runs before the shim's locks are taken. */
+    pthread_atfork(bounce_fork_prepare, bounce_fork_parent, bounce_fork_child);
+    atexit(bounce_at_exit);
+}
+
+enum how { HOW_NONE, HOW_LAZY, HOW_EAGER };
+
+static enum how decide(const void *host, size_t bytes, CUdeviceptr dev,
+                       struct owner_info *src)
+{
+    const struct p2pshim_config *cfg = shim_config();
+    if (cfg->mode != P2PSHIM_MODE_UPGRADE || cfg->bounce == P2PSHIM_BOUNCE_OFF ||
+        atomic_load(&bounce_disabled) || bytes < BOUNCE_MIN_BYTES || bytes < cfg->min_bytes ||
+        host == NULL)
+        return HOW_NONE;
+    pthread_once(&once, once_body);
+    if (!uffd_ok)
+        return HOW_NONE;
+    if (!resolve_pointer(dev, src) || src->device < 0 ||
+        src->device >= P2PSHIM_MAX_DEVICES || src->kind == MEM_KIND_MANAGED ||
+        dev < src->base || dev - src->base + bytes > src->size)
+        return HOW_NONE;
+    struct owner_info h;
+    if (resolve_pointer((CUdeviceptr)(uintptr_t)host, &h)) {
+        if ((h.kind != MEM_KIND_HOST_PINNED && h.kind != MEM_KIND_HOST_REGISTERED) ||
+            (uintptr_t)host - h.base + bytes > h.size)
+            return HOW_NONE;
+        /* A kernel may write pinned memory behind the page tables: only
+         * when asked for (auto cannot prove it unwritten). */
+        return cfg->bounce == P2PSHIM_BOUNCE_AUTO ? HOW_NONE : HOW_EAGER;
+    }
+    if (cfg->bounce == P2PSHIM_BOUNCE_EAGER)
+        return HOW_EAGER;
+    if (cfg->bounce == P2PSHIM_BOUNCE_LAZY)
+        return HOW_LAZY;
+    /* A device that reads pageable memory itself (HMM) would fault on a
+     * lazy page without the retry userfaultfd needs. */
+    return bgpu_pageable_access() ? HOW_NONE : HOW_LAZY;
+}
+
+/* A snapshot record, in memory of its own (mmap): the shim writes it
+ * under bounce_mu, so it must never share a page with the program's heap,
+ * where a write could fault on a lazy or protected page. Only the pages
+ * the range covers whole are tracked; partial head and tail pages hold
+ * other data and are left alone (the host's). NULL when none are whole. */
+static struct snap *new_snap(uintptr_t host, size_t bytes, bool lazy)
+{
+    const size_t pg = bounce_page;
+    uintptr_t lo = (host + pg - 1) & ~(uintptr_t)(pg - 1);
+    uintptr_t hi = (host + bytes) & ~(uintptr_t)(pg - 1);
+    if (hi <= lo)
+        return NULL;
+    size_t npages = (hi - lo) / pg;
+    size_t size = (sizeof(struct snap) + npages + pg - 1) & ~(pg - 1);
+    void *mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED)
+        return NULL;
+    struct snap *s = mem;
+    s->map_size = size;
+    s->host = host;
+    s->bytes = bytes;
+    s->lazy = lazy;
+    s->reg_lo = lo;
+    s->reg_hi = hi;
+    s->page = (uint8_t *)(s + 1);
+    /* Eager pages start clean: a write during setup makes them dirty. */
+    memset(s->page, lazy ? PG_DIRTY : PG_CLEAN, npages);
+    return s;
+}
+
+/* A snapshot whose setup failed: forgotten, its pages left ordinary. */
+static void discard(struct snap *s, bool registered)
+{
+    pthread_mutex_lock(&bounce_mu);
+    bounce_unlink(s);
+    pthread_cond_broadcast(&bounce_cv);
+    pthread_mutex_unlock(&bounce_mu);
+    if (registered)
+        uffd_unregister(s->reg_lo, s->reg_hi - s->reg_lo);
+    bgpu_buffer_put(&s->buf);
+    bounce_snap_free(s);
+}
+
+static void publish(struct snap *s)
+{
+    pthread_mutex_lock(&bounce_mu);
+    if (s->lazy)
+        memset(s->page, PG_MISSING, (s->reg_hi - s->reg_lo) / bounce_page);
+    s->ready = true;
+    pthread_cond_broadcast(&bounce_cv);
+    pthread_mutex_unlock(&bounce_mu);
+    /* Threads that touched the range during setup fault again now. */
+    uffd_wake(s->reg_lo, s->reg_hi - s->reg_lo);
+}
+
+/* Lazy: the snapshot replaces the D2H; full pages are dropped and come
+ * back on demand; partial head and tail pages are copied now. */
+static bool lazy_d2h(const struct copy_call *call, bool sync, uintptr_t h, CUdeviceptr dev,
+                     size_t n, int sdev, CUcontext ctx, bool handed)
+{
+    struct snap *s = new_snap(h, n, true);
+    if (s == NULL)
+        return false;
+    uintptr_t dlo = s->reg_lo, dhi = s->reg_hi;
+    if ((!handed && !uffd_private_anon(s->reg_lo, s->reg_hi - s->reg_lo)) ||
+        !bgpu_buffer_get(sdev, ctx, n, &s->buf)) {
+        if (handed)
+            uffd_unregister(s->reg_lo, s->reg_hi - s->reg_lo);
+        bounce_snap_free(s);
+        return false;
+    }
+    pthread_mutex_lock(&bounce_mu);
+    bounce_link(s);
+    pthread_mutex_unlock(&bounce_mu);
+    /* Registered before the pages are dropped, so no thread can fault a
+     * zero page in between; the REMOVE event this raises is ours. A
+     * locked or special mapping refuses MADV_DONTNEED: then the original
+     * call rewrites every byte. */
+    if (!handed && !uffd_register(s->reg_lo, s->reg_hi - s->reg_lo, true)) {
+        discard(s, false);
+        return false;
+    }
+    if (madvise((void *)dlo, dhi - dlo, MADV_DONTNEED) != 0) {
+        discard(s, true);
+        return false;
+    }
+    /* madvise returned once its REMOVE event was read: wait until it is
+     * processed too, while the snapshot is not ready and the event is
+     * recognised as ours. */
+    uffd_barrier();
+    bgpu_wait_uses(&s->buf, call);
+    CUresult r = bgpu_copy(call, s->buf.ptr, dev, n);
+    if (r == CUDA_SUCCESS && h < dlo)
+        r = bgpu_dtoh(call, sync, (void *)h, s->buf.ptr, dlo - h);
+    if (r == CUDA_SUCCESS && h + n > dhi)
+        r = bgpu_dtoh(call, sync, (void *)dhi, s->buf.ptr + (dhi - h), h + n - dhi);
+    /* A pageable D2H, async or not, returns complete: so does this one,
+     * and the source may be overwritten by unordered work right after. */
+    if (r == CUDA_SUCCESS)
+        r = bgpu_fence(call, true, NULL);
+    if (r != CUDA_SUCCESS) {
+        bgpu_fence(call, false, &s->buf);
+        discard(s, true);
+        return false;
+    }
+    publish(s);
+    atomic_fetch_add(&bst_d2h_lazy, 1);
+    atomic_fetch_add(&bst_lazy_bytes, dhi - dlo);
+    return true;
+}
+
+/* Eager: the D2H runs, from the snapshot (so the host and the snapshot
+ * hold the same bytes whatever else the stream carries); the range is
+ * write-protected so that CPU writes mark pages dirty. */
+static bool eager_d2h(const struct copy_call *call, bool sync, uintptr_t h, CUdeviceptr dev,
+                      size_t n, int sdev, CUcontext ctx, CUresult *rc)
+{
+    struct snap *s = new_snap(h, n, false);
+    if (s == NULL)
+        return false;
+    if (!bgpu_buffer_get(sdev, ctx, n, &s->buf)) {
+        bounce_snap_free(s);
+        return false;
+    }
+    pthread_mutex_lock(&bounce_mu);
+    bounce_link(s);
+    pthread_mutex_unlock(&bounce_mu);
+    if (!uffd_register(s->reg_lo, s->reg_hi - s->reg_lo, false)) {
+        LOG_DEBUG("bounce: host memory at %#lx refuses write-protection: no eager snapshot",
+                  (unsigned long)h);
+        discard(s, false);
+        return false;
+    }
+    bgpu_wait_uses(&s->buf, call);
+    CUresult r = bgpu_copy(call, s->buf.ptr, dev, n);
+    if (r != CUDA_SUCCESS) {
+        discard(s, true);
+        return false;
+    }
+    /* An async copy lands later: protected before, DMA ignores it and a
+     * CPU write after it is seen. A sync one is done on return. */
+    if (!sync && !uffd_protect(s->reg_lo, s->reg_hi - s->reg_lo, true)) {
+        bgpu_fence(call, false, &s->buf);
+        discard(s, true);
+        return false;
+    }
+    *rc = bgpu_dtoh(call, sync, (void *)h, s->buf.ptr, n);
+    if (*rc == CUDA_SUCCESS && sync && !uffd_protect(s->reg_lo, s->reg_hi - s->reg_lo, true))
+        *rc = CUDA_ERROR_UNKNOWN; /* untracked: the copy stands, no snapshot */
+    if (*rc != CUDA_SUCCESS) {
+        bgpu_fence(call, false, &s->buf);
+        discard(s, true);
+        return false; /* the original call gives the program its answer */
+    }
+    s->done = bgpu_record(call);
+    bgpu_fence(call, false, &s->buf);
+    publish(s);
+    atomic_fetch_add(&bst_d2h_eager, 1);
+    return true;
+}
+
+bool bounce_d2h(const struct copy_call *call, bool sync, void *host, CUdeviceptr dev,
+                size_t bytes, CUresult *rc)
+{
+    struct owner_info src;
+    enum how how = decide(host, bytes, dev, &src);
+    CUcontext ctx = src.ctx;
+    if (how != HOW_NONE && ctx == NULL) {
+        /* Pool or mapped memory: the issuing context, if it is the device's. */
+        CUcontext sc = driver_stream_ctx(call->stream, call->per_thread);
+        if (driver_ctx_device(sc) == src.device)
+            ctx = sc;
+        else
+            how = HOW_NONE;
+    }
+    if (how == HOW_NONE) {
+        /* The driver writes the range: no snapshot may claim it after. */
+        bounce_host_access(host, bytes, true);
+        return false;
+    }
+    uintptr_t h = (uintptr_t)host;
+    uffd_barrier();
+    bounce_reap();
+    bool handed = how == HOW_LAZY && bounce_handover(h, bytes);
+    bounce_end_overlapping(h, h + bytes, false, true);
+    *rc = CUDA_SUCCESS;
+    bool done = how == HOW_LAZY ? lazy_d2h(call, sync, h, dev, bytes, src.device, ctx, handed)
+                                : eager_d2h(call, sync, h, dev, bytes, src.device, ctx, rc);
+    if (!done)
+        atomic_fetch_add(&bst_fallbacks, 1);
+    return done;
+}
+
+/* ---- H2D ------------------------------------------------------------------ */
+
+struct piece {
+    struct snap *s; /* NULL: from the host */
+    uintptr_t lo, hi;
+};
+
+/* Peer access for a copy from the snapshot's device to dst's, as the copy
+ * path would enable it (route.h: the direction that starts at the issuing
+ * device). false: the pair is not to be used. */
+static bool link_for(const struct copy_call *call, const struct snap *s,
+                     const struct owner_info *dst, size_t bytes)
+{
+    const struct p2pshim_config *cfg = shim_config();
+    int a = s->buf.dev, b = dst->device;
+    if (a == b)
+        return true;
+    if (b >= P2PSHIM_MAX_DEVICES || !cfg->pair_allowed[a][b])
+        return false;
+    if (dst->ctx == NULL)
+        return true; /* pool or mapped memory: the driver stages or uses its access */
+    struct route_input in = {0};
+    in.src = (struct route_end){true, MEM_KIND_DEVICE, a};
+    in.dst = (struct route_end){true, dst->kind, b};
+    in.bytes = bytes;
+    in.exec_device = driver_ctx_device(driver_stream_ctx(call->stream, call->per_thread));
+    bool from_dst = in.exec_device == b;
+    CUcontext fc = from_dst ? dst->ctx : s->buf.ctx, tc = from_dst ? s->buf.ctx : dst->ctx;
+    int fd = from_dst ? b : a, td = from_dst ? a : b;
+    peer_view(fc, fd, tc, td, &in.link);
+    struct route_decision d = route_decide(&in, cfg);
+    if (d.action == ROUTE_ENABLE_THEN_PASS)
+        peer_shim_enable(fc, fd, tc, td);
+    return true;
+}
+
+/* Splits [h, h+n) into pieces from snapshots and from the host. false
+ * when it cannot be served (too many pieces, or host pieces over lazy
+ * pages); pins the snapshots used (unpinned by the caller). */
+static bool plan(uintptr_t h, size_t n, struct piece *pc, int *np, int dst_dev)
+{
+    const size_t pg = bounce_page;
+    const struct p2pshim_config *cfg = shim_config();
+    uintptr_t a = h, end = h + n;
+    bool any = false, ok = true;
+    *np = 0;
+    while (a < end && ok) {
+        struct snap *s = bounce_find(a, true); /* a tracked (whole) page */
+        uintptr_t pe = (a & ~(uintptr_t)(pg - 1)) + pg;
+        pe = pe < end ? pe : end;
+        bool use = false;
+        if (s != NULL) {
+            uint8_t st = *bounce_page_state(s, a);
+            bool allowed = s->buf.dev == dst_dev || cfg->pair_allowed[s->buf.dev][dst_dev];
+            use = s->ready && !s->ending && allowed &&
+                  (st == PG_MISSING || st == PG_CLEAN || st == PG_BUSY);
+            if (!use && (st == PG_MISSING || st == PG_BUSY || !s->ready))
+                ok = false; /* the driver would fault on it */
+        }
+        struct snap *who = use ? s : NULL;
+        if (*np > 0 && pc[*np - 1].s == who && pc[*np - 1].hi == a) {
+            pc[*np - 1].hi = pe;
+        } else if (*np == PIECES_MAX) {
+            ok = false;
+        } else {
+            pc[(*np)++] = (struct piece){who, a, pe};
+            if (who != NULL)
+                who->busy++;
+        }
+        any = any || use;
+        a = pe;
+    }
+    return ok && any;
+}
+
+static void unpin(struct piece *pc, int np, bool touch)
+{
+    pthread_mutex_lock(&bounce_mu);
+    for (int i = 0; i < np; i++) {
+        if (pc[i].s == NULL)
+            continue;
+        pc[i].s->busy--;
+        if (touch && !pc[i].s->ending)
+            bounce_touch(pc[i].s);
+    }
+    pthread_cond_broadcast(&bounce_cv);
+    pthread_mutex_unlock(&bounce_mu);
+}
+
+bool bounce_h2d(const struct copy_call *call, bool sync, CUdeviceptr dst, const void *host,
+                size_t bytes, CUresult *rc)
+{
+    if (atomic_load_explicit(&bounce_count, memory_order_relaxed) == 0 || bytes == 0 ||
+        host == NULL)
+        return false;
+    uintptr_t h = (uintptr_t)host;
+    struct owner_info d;
+    if (!resolve_pointer(dst, &d) || d.device < 0 || d.device >= P2PSHIM_MAX_DEVICES ||
+        dst < d.base || dst - d.base + bytes > d.size) {
+        bounce_host_access(host, bytes, false);
+        return false;
+    }
+    struct piece pc[PIECES_MAX];
+    int np = 0;
+    bool seen = false;
+    pthread_mutex_lock(&bounce_mu);
+    for (struct snap *s = bounce_head; s && !seen; s = s->next)
+        seen = s->host < h + bytes && h < s->host + s->bytes;
+    pthread_mutex_unlock(&bounce_mu);
+    if (!seen)
+        return false;
+    /* Events read and not yet processed (munmap returned) first. */
+    uffd_barrier();
+    bounce_reap();
+    atomic_fetch_add(&bst_seen, 1);
+    pthread_mutex_lock(&bounce_mu);
+    bool ok = plan(h, bytes, pc, &np, d.device);
+    pthread_mutex_unlock(&bounce_mu);
+    for (int i = 0; ok && i < np; i++)
+        if (pc[i].s != NULL && !link_for(call, pc[i].s, &d, bytes))
+            ok = false;
+    if (!ok) {
+        unpin(pc, np, false);
+        bounce_host_access(host, bytes, false);
+        return false;
+    }
+    CUresult r = CUDA_SUCCESS;
+    size_t from_snap = 0;
+    for (int i = 0; i < np && r == CUDA_SUCCESS; i++) {
+        struct snap *s = pc[i].s;
+        size_t len = pc[i].hi - pc[i].lo, off = pc[i].lo - h;
+        if (s == NULL) {
+            r = bgpu_htod(call, sync, dst + off, (const void *)pc[i].lo, len);
+            continue;
+        }
+        if (s->done != NULL)
+            bgpu_wait_event(call, s->done);
+        r = bgpu_copy(call, dst + off, s->buf.ptr + (pc[i].lo - s->host), len);
+        from_snap += len;
+    }
+    if (r != CUDA_SUCCESS) {
+        /* The original call does it all again, after what was issued. */
+        unpin(pc, np, false);
+        bounce_host_access(host, bytes, false);
+        return false;
+    }
+    for (int i = 0; i < np; i++)
+        if (pc[i].s != NULL && (i == 0 || pc[i].s != pc[i - 1].s))
+            bgpu_add_use(&pc[i].s->buf, call);
+    if (sync)
+        r = bgpu_fence(call, true, NULL);
+    unpin(pc, np, true);
+    atomic_fetch_add(&bst_upgraded, 1);
+    atomic_fetch_add(&bst_upgraded_bytes, from_snap);
+    *rc = r;
+    return true;
+}

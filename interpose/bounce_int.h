@@ -1,0 +1,180 @@
+/* Internals shared by the bounce module's files: bounce.c (the table, page
+ * states, filling, ending, the faults), bounce_copy.c (the D2H and H2D),
+ * bounce_life.c (lifetimes), bounce_gpu.c and bounce_stage.c (the driver
+ * work: buffers, budget, events, staging). */
+#ifndef P2PSHIM_BOUNCE_INT_H
+#define P2PSHIM_BOUNCE_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bounce.h"
+#include "shim_cuda.h"
+
+/* Page states, one byte per page of a snapshot's registered range. */
+enum {
+    PG_MISSING = 0, /* dropped: the bytes live in the snapshot only */
+    PG_CLEAN,       /* present, write-protected, equal to the snapshot */
+    PG_DIRTY,       /* written since, or never tracked: the host is right */
+    PG_BUSY,        /* being filled from the snapshot */
+    PG_BUSY_DIRTY,  /* written while being filled: dirty once filled */
+};
+
+#define USES_MAX 8
+
+/* A device buffer holding a snapshot; the events of the work reading it
+ * that a reuse must wait for (or a free synchronise with). */
+struct dbuf {
+    CUdeviceptr ptr;
+    size_t size;
+    int dev;
+    CUcontext ctx;
+    CUevent uses[USES_MAX];
+    int nuses;
+};
+
+struct snap {
+    struct snap *prev, *next;   /* the table, most recently used first */
+    uintptr_t host;             /* the D2H's host range */
+    size_t bytes;
+    struct dbuf buf;            /* holds [host, host+bytes) */
+    bool lazy;
+    bool ready;                 /* set up; before that faults wait, REMOVE is ours */
+    bool ending;                /* being ended: no new users; still registered */
+    bool gone;                  /* its memory was unmapped or dropped: to be ended */
+    bool keep_reg;              /* ended for a D2H over the same pages: stays registered */
+    CUevent done;               /* eager: recorded after the snapshot and the D2H */
+    uintptr_t reg_lo, reg_hi;   /* registered: the pages [host, host+bytes) covers whole */
+    uint8_t *page;              /* state of each page of [reg_lo, reg_hi) */
+    uintptr_t next_fault;       /* read-ahead: where a sequential reader goes */
+    size_t ahead;               /* read-ahead: chunks filled on the next fault */
+    int busy;                   /* threads working outside the lock */
+    size_t map_size;            /* the record's own mapping (page array after it) */
+};
+
+/* The table lock and its condition (busy counts, pages leaving BUSY). */
+extern pthread_mutex_t bounce_mu;
+extern pthread_cond_t bounce_cv;
+extern size_t bounce_page;
+
+/* Counters (bounce_stats order). */
+extern _Atomic uint64_t bst_d2h_lazy, bst_d2h_eager, bst_seen, bst_upgraded,
+    bst_upgraded_bytes, bst_lazy_bytes, bst_materialised, bst_faults, bst_evicted,
+    bst_fallbacks;
+
+/* ---- bounce_gpu.c, bounce_stage.c: driver work; none takes bounce_mu ---- */
+
+/* Pushes ctx (false when it cannot be); bgpu_pop pops it. */
+bool bgpu_push(CUcontext ctx);
+void bgpu_pop(void);
+
+/* A buffer of at least bytes on dev (ctx), within the budget: an idle one
+ * of the right size, or a new one after evicting least recently used
+ * snapshots of dev. false: none to be had. */
+bool bgpu_buffer_get(int dev, CUcontext ctx, size_t bytes, struct dbuf *out);
+/* Gives a buffer back: kept idle for reuse (within the budget) or freed. */
+void bgpu_buffer_put(struct dbuf *b);
+/* Frees every idle buffer of dev (-1: all); returns the bytes freed. */
+size_t bgpu_idle_free(int dev, CUcontext ctx);
+
+/* Makes the program's stream (call's flavour) wait for every use of b,
+ * then forgets them. */
+void bgpu_wait_uses(struct dbuf *b, const struct copy_call *call);
+/* Records a new use of b on the program's stream. */
+void bgpu_add_use(struct dbuf *b, const struct copy_call *call);
+/* Blocks until every use of b is complete; forgets them. */
+void bgpu_sync_uses(struct dbuf *b);
+
+/* The program's stream flavour: an async copy, an event record, a wait. */
+CUresult bgpu_copy(const struct copy_call *call, CUdeviceptr dst, CUdeviceptr src,
+                   size_t bytes);
+CUresult bgpu_dtoh(const struct copy_call *call, bool sync, void *dst, CUdeviceptr src,
+                   size_t bytes);
+/* Records an event on call's stream and, wait, blocks until it is done
+ * (sync completion); else stores it as a use of b (when b). */
+CUresult bgpu_fence(const struct copy_call *call, bool wait, struct dbuf *b);
+
+/* The program's own H2D variant (call->per_thread, sync) for a piece. */
+CUresult bgpu_htod(const struct copy_call *call, bool sync, CUdeviceptr dst, const void *src,
+                   size_t bytes);
+/* An event recorded on the program's stream (NULL on failure); a wait for
+ * one on the program's stream; letting one go (NULL is fine). */
+CUevent bgpu_record(const struct copy_call *call);
+void bgpu_wait_event(const struct copy_call *call, CUevent ev);
+void bgpu_event_release(CUevent ev);
+
+/* Fills [addr, addr+len) (page aligned, pages marked BUSY by the caller)
+ * from b at offset off: D2H on a shim stream into staging, then
+ * uffd_copy. 1: done; 0: the driver or the kernel failed; -1 (handler
+ * only): an event must be read first, some pages may be filled. */
+int bgpu_fill(const struct dbuf *b, size_t off, uintptr_t addr, size_t len);
+
+/* Drops the staging memory and streams of a context about to go (ctx
+ * NULL: those of every context of dev). */
+void bgpu_ctx_gone(CUcontext ctx, int dev);
+
+/* The budget of dev in bytes (from the configuration; a percentage of
+ * free memory is measured once per device). */
+size_t bgpu_budget(int dev, CUcontext ctx);
+
+/* Whether lazy snapshots are allowed for sources on devices that can
+ * read pageable memory themselves (HMM/ATS): asked of every device once. */
+bool bgpu_pageable_access(void);
+
+/* ---- bounce.c: the table (all under bounce_mu unless said) ---- */
+
+extern struct snap *bounce_head;
+extern _Atomic size_t bounce_count;    /* snapshots listed: the fast-path test */
+extern _Atomic bool bounce_disabled;   /* after fork (child) and at exit */
+
+/* The snapshot whose host range (registered pages, when registered)
+ * holds addr, or NULL. */
+struct snap *bounce_find(uintptr_t addr, bool registered);
+/* A snapshot whose tracked pages meet [lo, hi), or NULL. */
+struct snap *bounce_find_overlap(uintptr_t lo, uintptr_t hi);
+void bounce_link(struct snap *s);      /* at the head (most recent) */
+void bounce_unlink(struct snap *s);
+void bounce_touch(struct snap *s);     /* moves it to the head */
+uint8_t *bounce_page_state(struct snap *s, uintptr_t addr);
+void bounce_snap_free(struct snap *s); /* its memory (no lock needed) */
+
+/* Without bounce_mu: */
+/* Opens userfaultfd (once); false when unavailable. */
+bool bounce_start(void);
+/* Fills the missing pages of s (pinned) in [lo, hi) except those wholly
+ * inside [ex_lo, ex_hi); outside the handler, also waits for pages others
+ * are filling there (the handler never waits for other threads: they may
+ * be waiting for it to read an event). */
+void bounce_fill(struct snap *s, uintptr_t lo, uintptr_t hi, uintptr_t ex_lo, uintptr_t ex_hi);
+/* Ends the snapshots whose memory went away (on_gone only marks them:
+ * the handler never waits). Program threads call it on their way in. */
+void bounce_reap(void);
+/* Ends s (pinned by the caller; the pin is consumed). */
+void bounce_end(struct snap *s, bool fill, uintptr_t ex_lo, uintptr_t ex_hi);
+/* Ends the snapshots whose bytes overlap [lo, hi), filling their missing
+ * pages (all of them with keep, else those not wholly inside [lo, hi),
+ * which are about to be overwritten or are gone). A snapshot that only
+ * shares a partial page loses that page (dirty, unprotected). setup (a
+ * new D2H, about to register these pages): every snapshot on those pages
+ * ends, and those being set up or ended are waited for; otherwise they
+ * are left to their owner (never wait for oneself: the driver frees
+ * memory inside a D2H being set up). */
+void bounce_end_overlapping(uintptr_t lo, uintptr_t hi, bool keep, bool setup);
+/* A D2H over exactly the pages of a lazy snapshot (a staging buffer
+ * reused): that snapshot ends, its registration handed over (no new
+ * registration, no new look at /proc/self/maps). true when handed. */
+bool bounce_handover(uintptr_t host, size_t bytes);
+/* Evicts the least recently used snapshot of dev (filling its lazy pages
+ * first). false when dev holds none. */
+bool bounce_evict_one(int dev);
+/* bounce_life.c: pthread_atfork handlers and the exit handler
+ * (bounce_copy.c registers them on first use). */
+void bounce_fork_prepare(void);
+void bounce_fork_parent(void);
+void bounce_fork_child(void);
+void bounce_at_exit(void);
+
+#endif

@@ -1,0 +1,79 @@
+/* free and realloc: memory given back to the allocator must not stay a
+ * lazy host buffer, or the allocator's own bookkeeping (glibc keeps it in
+ * the freed block) could fault on it from inside any library, the driver
+ * included. Before the block goes, the snapshots over it end: pages the
+ * block covers whole are not filled (freed memory has no contents to
+ * keep), the others are. realloc keeps every byte.
+ *
+ * Nothing else is done, and nothing at all while no snapshot exists (one
+ * relaxed atomic load), so a program that never bounces is untouched.
+ * The real functions are the next definitions after the shim (another
+ * allocator, or libc); errno is preserved. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "bounce.h"
+#include "driver.h"
+#include "shim_cuda.h"
+
+typedef void (*free_fn)(void *);
+typedef void *(*realloc_fn)(void *, size_t);
+
+static _Atomic(free_fn) real_free;
+static _Atomic(realloc_fn) real_realloc;
+static _Thread_local int resolving;
+
+/* dlsym may allocate on some paths: a free reached from there while the
+ * pointer is not known yet is leaked (it happens at most once, early). */
+static void *next_symbol(const char *name)
+{
+    void *fn = NULL;
+    if (resolving)
+        return NULL;
+    resolving = 1;
+    dlsym_fn real_dlsym = driver_real_dlsym();
+    if (real_dlsym != NULL)
+        fn = real_dlsym(RTLD_NEXT, name);
+    resolving = 0;
+    return fn;
+}
+
+P2PSHIM_EXPORT void free(void *p)
+{
+    free_fn f = atomic_load_explicit(&real_free, memory_order_acquire);
+    if (f == NULL) {
+        f = (free_fn)next_symbol("free");
+        if (f == NULL)
+            return;
+        atomic_store_explicit(&real_free, f, memory_order_release);
+    }
+    if (p != NULL && bounce_active()) {
+        int saved = errno;
+        bounce_host_release(p, 0);
+        errno = saved;
+    }
+    f(p);
+}
+
+P2PSHIM_EXPORT void *realloc(void *p, size_t n)
+{
+    realloc_fn f = atomic_load_explicit(&real_realloc, memory_order_acquire);
+    if (f == NULL) {
+        f = (realloc_fn)next_symbol("realloc");
+        if (f == NULL) {
+            errno = ENOMEM;
+            return NULL;
+        }
+        atomic_store_explicit(&real_realloc, f, memory_order_release);
+    }
+    if (p != NULL && bounce_active()) {
+        int saved = errno;
+        bounce_host_keep(p, malloc_usable_size(p));
+        errno = saved;
+    }
+    return f(p, n);
+}

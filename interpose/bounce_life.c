@@ -1,0 +1,242 @@
+/* The bounce module's lifetimes (bounce.h): host memory read, written,
+ * pinned or given back by paths the shim does not replace; contexts that
+ * go; the program's allocations that need the memory; fork and exit; the
+ * counters. The table itself is bounce.c's. */
+#define _GNU_SOURCE
+#include <malloc.h>
+#include <stdlib.h>
+
+#include "bounce_int.h"
+#include "log.h"
+#include "uffd.h"
+
+static bool any_snapshot(void)
+{
+    return atomic_load_explicit(&bounce_count, memory_order_relaxed) != 0;
+}
+
+bool bounce_active(void)
+{
+    return any_snapshot();
+}
+
+/* Whether a snapshot's tracked pages meet [lo, hi). A stale snapshot (an
+ * UNMAP read but not yet processed) can only make this true: callers wait
+ * for the handler (uffd_barrier) after a yes, never before, so that a
+ * thread inside the driver (free, reached from the driver itself) never
+ * waits for a handler that may be waiting for the driver. */
+static bool overlaps(uintptr_t lo, uintptr_t hi)
+{
+    pthread_mutex_lock(&bounce_mu);
+    bool yes = bounce_find_overlap(lo, hi) != NULL;
+    pthread_mutex_unlock(&bounce_mu);
+    return yes;
+}
+
+void bounce_host_access(const void *host, size_t bytes, bool write)
+{
+    if (!any_snapshot() || bytes == 0)
+        return;
+    uintptr_t lo = (uintptr_t)host, hi = lo + bytes;
+    if (!overlaps(lo, hi))
+        return;
+    uffd_barrier();
+    if (write) {
+        bounce_end_overlapping(lo, hi, false, false);
+        return;
+    }
+    pthread_mutex_lock(&bounce_mu);
+    for (struct snap *s = bounce_head; s; s = s->next) {
+        if (!s->lazy || s->ending || !s->ready || s->reg_lo >= hi || lo >= s->reg_hi)
+            continue;
+        s->busy++;
+        pthread_mutex_unlock(&bounce_mu);
+        bounce_fill(s, lo & ~(uintptr_t)(bounce_page - 1), hi, 0, 0);
+        pthread_mutex_lock(&bounce_mu);
+        s->busy--;
+        pthread_cond_broadcast(&bounce_cv);
+    }
+    pthread_mutex_unlock(&bounce_mu);
+}
+
+void bounce_host_keep(const void *host, size_t bytes)
+{
+    if (!any_snapshot() || bytes == 0 || !overlaps((uintptr_t)host, (uintptr_t)host + bytes))
+        return;
+    uffd_barrier();
+    bounce_end_overlapping((uintptr_t)host, (uintptr_t)host + bytes, true, false);
+}
+
+void bounce_host_release(const void *host, size_t bytes)
+{
+    if (!any_snapshot() || host == NULL || atomic_load(&bounce_disabled))
+        return;
+    uintptr_t lo = (uintptr_t)host;
+    if (bytes == 0) {
+        /* free(): the block's size from the allocator that made it (the
+         * wrapper serves the program's own free, so this is its twin). */
+        bytes = malloc_usable_size((void *)host);
+        if (bytes == 0)
+            return;
+        pthread_mutex_lock(&bounce_mu);
+        bool ours = bounce_find_overlap(lo, lo + bytes) != NULL;
+        pthread_mutex_unlock(&bounce_mu);
+        if (!ours)
+            return;
+    }
+    bounce_end_overlapping(lo, lo + bytes, false, false);
+}
+
+static void end_matching(CUcontext ctx, int dev, bool fill)
+{
+    pthread_mutex_lock(&bounce_mu);
+    for (;;) {
+        struct snap *s = bounce_head;
+        for (; s; s = s->next)
+            if (s->ready && !s->ending &&
+                ((ctx && s->buf.ctx == ctx) || (!ctx && (dev < 0 || s->buf.dev == dev))))
+                break;
+        if (s == NULL)
+            break;
+        s->busy++;
+        pthread_mutex_unlock(&bounce_mu);
+        bounce_end(s, fill, 0, 0);
+        pthread_mutex_lock(&bounce_mu);
+    }
+    pthread_mutex_unlock(&bounce_mu);
+}
+
+void bounce_ctx_gone(CUcontext ctx, int dev)
+{
+    if (any_snapshot()) {
+        uffd_barrier();
+        end_matching(ctx, dev, true);
+    }
+    bgpu_idle_free(ctx ? -1 : dev, ctx);
+    bgpu_ctx_gone(ctx, dev);
+}
+
+bool bounce_release_device(int dev)
+{
+    if (dev < 0 || dev >= P2PSHIM_MAX_DEVICES)
+        return false;
+    size_t before = atomic_load(&bounce_count);
+    uffd_barrier();
+    end_matching(NULL, dev, true);
+    size_t freed = bgpu_idle_free(dev, NULL);
+    return freed > 0 || atomic_load(&bounce_count) < before;
+}
+
+bool bounce_evict_one(int dev)
+{
+    pthread_mutex_lock(&bounce_mu);
+    struct snap *victim = NULL;
+    for (struct snap *s = bounce_head; s; s = s->next)
+        if (s->buf.dev == dev && s->ready && !s->ending)
+            victim = s; /* the last one: least recently used */
+    if (victim)
+        victim->busy++;
+    pthread_mutex_unlock(&bounce_mu);
+    if (victim == NULL)
+        return false;
+    bounce_end(victim, true, 0, 0);
+    atomic_fetch_add(&bst_evicted, 1);
+    return true;
+}
+
+/* Before fork: a child gets no registrations, so its lazy pages would read
+ * as zero. Fill them all, and hold the lock across fork. */
+void bounce_fork_prepare(void)
+{
+    if (any_snapshot()) {
+        uffd_barrier();
+        pthread_mutex_lock(&bounce_mu);
+        for (struct snap *s = bounce_head; s; s = s->next) {
+            if (!s->lazy || s->ending || !s->ready)
+                continue;
+            s->busy++;
+            pthread_mutex_unlock(&bounce_mu);
+            bounce_fill(s, s->reg_lo, s->reg_hi, 0, 0);
+            pthread_mutex_lock(&bounce_mu);
+            s->busy--;
+            pthread_cond_broadcast(&bounce_cv);
+        }
+        pthread_mutex_unlock(&bounce_mu);
+    }
+    pthread_mutex_lock(&bounce_mu);
+}
+
+void bounce_fork_parent(void)
+{
+    pthread_mutex_unlock(&bounce_mu);
+}
+
+/* The child: no handler thread, no registrations, a device context it may
+ * not use. Forget everything (the buffers are the parent's) and stay off. */
+void bounce_fork_child(void)
+{
+    atomic_store(&bounce_disabled, true);
+    while (bounce_head) {
+        struct snap *s = bounce_head;
+        bounce_unlink(s);
+        bounce_snap_free(s);
+    }
+    uffd_after_fork_child();
+    pthread_mutex_unlock(&bounce_mu);
+}
+
+/* At exit, before the runtime tears the contexts down (atexit runs in
+ * reverse order, and ours is registered after cudart's): lazy pages are
+ * filled so that later readers (destructors, other exit handlers) see
+ * them. No new snapshot is taken afterwards. */
+void bounce_at_exit(void)
+{
+    atomic_store(&bounce_disabled, true);
+    if (!any_snapshot())
+        return;
+    bounce_fork_prepare(); /* fills every lazy page */
+    pthread_mutex_unlock(&bounce_mu);
+}
+
+/* ---- statistics --------------------------------------------------------- */
+
+void bounce_get_stats(struct bounce_stats *o)
+{
+    o->d2h_lazy = atomic_load(&bst_d2h_lazy);
+    o->d2h_eager = atomic_load(&bst_d2h_eager);
+    o->seen = atomic_load(&bst_seen);
+    o->upgraded = atomic_load(&bst_upgraded);
+    o->upgraded_bytes = atomic_load(&bst_upgraded_bytes);
+    o->lazy_bytes = atomic_load(&bst_lazy_bytes);
+    o->materialised_bytes = atomic_load(&bst_materialised);
+    o->faults = atomic_load(&bst_faults);
+    o->evicted = atomic_load(&bst_evicted);
+    o->fallbacks = atomic_load(&bst_fallbacks);
+}
+
+void bounce_stats_reset(void)
+{
+    _Atomic uint64_t *all[] = {&bst_d2h_lazy, &bst_d2h_eager, &bst_seen, &bst_upgraded,
+                               &bst_upgraded_bytes, &bst_lazy_bytes, &bst_materialised,
+                               &bst_faults, &bst_evicted, &bst_fallbacks};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        atomic_store(all[i], 0);
+}
+
+void bounce_report(void)
+{
+    struct bounce_stats b;
+    bounce_get_stats(&b);
+    if (b.d2h_lazy + b.d2h_eager + b.seen + b.fallbacks == 0)
+        return;
+    uint64_t kept = b.lazy_bytes > b.materialised_bytes ? b.lazy_bytes - b.materialised_bytes : 0;
+    LOG_INFO("summary bounce snapshots=%llu lazy=%llu eager=%llu seen=%llu upgraded=%llu "
+             "materialised_bytes=%llu faults=%llu evicted=%llu fallbacks=%llu "
+             "bytes_not_through_host=%llu",
+             (unsigned long long)(b.d2h_lazy + b.d2h_eager), (unsigned long long)b.d2h_lazy,
+             (unsigned long long)b.d2h_eager, (unsigned long long)b.seen,
+             (unsigned long long)b.upgraded, (unsigned long long)b.materialised_bytes,
+             (unsigned long long)b.faults, (unsigned long long)b.evicted,
+             (unsigned long long)b.fallbacks,
+             (unsigned long long)(kept + b.upgraded_bytes));
+}

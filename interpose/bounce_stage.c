@@ -1,0 +1,168 @@
+/* The bounce module's filling of lazy pages (bounce_int.h, bgpu_fill):
+ * the snapshot's bytes come to a pinned staging buffer on a stream of the
+ * shim's own (non-blocking: it never waits for the program's work), then
+ * into place with UFFDIO_COPY, double-buffered. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+
+#include "bounce_int.h"
+#include "driver.h"
+#include "hooks.h"
+#include "uffd.h"
+
+#define STAGE_BYTES ((size_t)4 << 20) /* one half of a staging buffer */
+
+/* ---- filling lazy pages ------------------------------------------------ */
+
+/* A staging buffer (two halves, pinned when the driver gives one) and the
+ * shim's own stream in one context. The handler thread has its own; other
+ * threads share one under stage_mu. */
+#define STAGE_CTX 8
+
+/* Pinned memory and streams belong to a context and die with it: both are
+ * dropped when their context goes (bgpu_ctx_gone). */
+struct stage {
+    pthread_mutex_t mu;
+    char *mem;
+    bool pinned;
+    CUcontext mem_ctx;
+    int mem_dev;
+    CUcontext ctx[STAGE_CTX];
+    int dev[STAGE_CTX];
+    CUstream stream[STAGE_CTX];
+};
+
+static struct stage handler_stage = {.mu = PTHREAD_MUTEX_INITIALIZER};
+static struct stage caller_stage = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+/* The staging memory (allocated once) and the shim's stream in ctx (one
+ * per context: a stream belongs to one). NULL when none can be had. */
+static CUstream stage_ready(struct stage *st, CUcontext ctx)
+{
+    const struct driver_api *d = driver_api();
+    if (st->mem == NULL && bgpu_push(ctx)) {
+        void *p = NULL;
+        CUresult (*host_alloc)(void **, size_t, unsigned) =
+            (CUresult(*)(void **, size_t, unsigned))driver_symbol("cuMemHostAlloc");
+        if (host_alloc &&
+            host_alloc(&p, 2 * STAGE_BYTES, CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS) {
+            st->mem = p;
+            st->pinned = true;
+            st->mem_ctx = ctx;
+            st->mem_dev = driver_ctx_device(ctx);
+        }
+        bgpu_pop();
+    }
+    if (st->mem == NULL) {
+        st->mem = malloc(2 * STAGE_BYTES); /* pageable: slower, still right */
+        st->pinned = false;
+    }
+    if (st->mem == NULL)
+        return NULL;
+    int i = 0;
+    for (; i < STAGE_CTX && st->ctx[i] != NULL; i++)
+        if (st->ctx[i] == ctx)
+            return st->stream[i];
+    if (i == STAGE_CTX)
+        i = STAGE_CTX - 1; /* many contexts: the last slot's stream is leaked */
+    CUstream s = NULL;
+    if (d->stream_create && bgpu_push(ctx)) {
+        if (d->stream_create(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
+            s = NULL;
+        bgpu_pop();
+    }
+    if (s != NULL) {
+        st->ctx[i] = ctx;
+        st->dev[i] = driver_ctx_device(ctx);
+        st->stream[i] = s;
+    }
+    return s;
+}
+
+static void stage_ctx_gone(struct stage *st, CUcontext ctx, int dev)
+{
+    pthread_mutex_lock(&st->mu);
+    if (st->mem != NULL && st->pinned &&
+        (st->mem_ctx == ctx || (ctx == NULL && st->mem_dev == dev))) {
+        const struct driver_api *d = driver_api();
+        if (d->mem_free_host && bgpu_push(st->mem_ctx)) {
+            d->mem_free_host(st->mem);
+            bgpu_pop();
+        }
+        st->mem = NULL;
+    }
+    for (int i = 0; i < STAGE_CTX; i++)
+        if (st->ctx[i] != NULL && (st->ctx[i] == ctx || (ctx == NULL && st->dev[i] == dev))) {
+            /* The stream dies with its context. */
+            st->ctx[i] = NULL;
+            st->stream[i] = NULL;
+        }
+    /* Keep the slots packed: stage_ready stops at the first empty one. */
+    int w = 0;
+    for (int r = 0; r < STAGE_CTX; r++)
+        if (st->ctx[r] != NULL) {
+            st->ctx[w] = st->ctx[r];
+            st->dev[w] = st->dev[r];
+            st->stream[w] = st->stream[r];
+            w++;
+        }
+    for (; w < STAGE_CTX; w++)
+        st->ctx[w] = NULL;
+    pthread_mutex_unlock(&st->mu);
+}
+
+void bgpu_ctx_gone(CUcontext ctx, int dev)
+{
+    stage_ctx_gone(&caller_stage, ctx, dev);
+    stage_ctx_gone(&handler_stage, ctx, dev);
+}
+
+static int fill_with(struct stage *st, const struct dbuf *b, size_t off, uintptr_t addr,
+                     size_t len)
+{
+    const struct driver_api *d = driver_api();
+    pfn_cuMemcpyDtoHAsync_v2 dtoh =
+        (pfn_cuMemcpyDtoHAsync_v2)hook_real(HOOK_cuMemcpyDtoHAsync_v2);
+    CUstream stream = stage_ready(st, b->ctx);
+    if (stream == NULL || dtoh == NULL || !bgpu_push(b->ctx))
+        return 0;
+    /* Double buffering: the next piece comes over while this one is
+     * copied into place. */
+    bool ok = true, retry = false;
+    size_t done = 0, piece = len < STAGE_BYTES ? len : STAGE_BYTES;
+    int half = 0;
+    ok = dtoh(st->mem, b->ptr + off, piece, stream) == CUDA_SUCCESS &&
+         d->stream_synchronize(stream) == CUDA_SUCCESS;
+    while (ok && done < len) {
+        size_t next_off = done + piece;
+        size_t next = len - next_off < STAGE_BYTES ? len - next_off : STAGE_BYTES;
+        char *cur = st->mem + (size_t)half * STAGE_BYTES;
+        if (next > 0)
+            ok = dtoh(st->mem + (size_t)(1 - half) * STAGE_BYTES, b->ptr + off + next_off,
+                      next, stream) == CUDA_SUCCESS;
+        if (ok && !uffd_copy(addr + done, cur, piece)) {
+            ok = false;
+            retry = errno == EAGAIN;
+        }
+        if (ok && next > 0)
+            ok = d->stream_synchronize(stream) == CUDA_SUCCESS;
+        done = next_off;
+        piece = next;
+        half = 1 - half;
+    }
+    if (!ok && retry && done + piece < len)
+        d->stream_synchronize(stream); /* a piece still coming: let it land */
+    bgpu_pop();
+    return ok ? 1 : retry ? -1 : 0;
+}
+
+int bgpu_fill(const struct dbuf *b, size_t off, uintptr_t addr, size_t len)
+{
+    struct stage *st = uffd_in_handler() ? &handler_stage : &caller_stage;
+    pthread_mutex_lock(&st->mu);
+    int r = fill_with(st, b, off, addr, len);
+    pthread_mutex_unlock(&st->mu);
+    return r;
+}
+

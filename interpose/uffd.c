@@ -1,0 +1,424 @@
+/* userfaultfd: see uffd.h for the contract. */
+#define _GNU_SOURCE
+#include "uffd.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <poll.h>
+#include <sched.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "log.h"
+
+#ifndef USERFAULTFD_IOC_NEW
+#define USERFAULTFD_IOC_NEW _IO(0xAA, 0x00)
+#endif
+
+#define NEEDED_FEATURES                                                      \
+    (UFFD_FEATURE_PAGEFAULT_FLAG_WP | UFFD_FEATURE_EVENT_REMAP |             \
+     UFFD_FEATURE_EVENT_REMOVE | UFFD_FEATURE_EVENT_UNMAP)
+
+static pthread_once_t open_once = PTHREAD_ONCE_INIT;
+static int the_fd = -1;
+static const struct uffd_ops *the_ops;
+static _Atomic bool usable;
+static size_t page_size;
+
+static _Atomic uint64_t maps_gen;
+
+/* The barrier: set before each read(), cleared once what was read has been
+ * processed. munmap returns once its event is read, so a thread that has
+ * seen munmap return and then finds this clear knows the event was dealt
+ * with. */
+static _Atomic int in_batch;
+static pthread_mutex_t batch_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t batch_cv = PTHREAD_COND_INITIALIZER;
+static _Thread_local bool is_handler;
+
+/* Ranges found private and anonymous, valid while no UNMAP or REMAP event
+ * has come since (a staging buffer reused in a loop is read from
+ * /proc/self/maps once). A REMOVE (MADV_DONTNEED) changes no mapping.
+ * Only mappings registered with us raise events: an mprotect or an mmap
+ * over other memory does not, but such ranges are not vetted yet. */
+#define VETTED_MAX 8
+static struct vetted {
+    uintptr_t lo, hi;
+    uint64_t gen;
+} vetted[VETTED_MAX];
+static unsigned vetted_next;
+static pthread_mutex_t vetted_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* The kernel's answer for a descriptor that also takes kernel-mode faults:
+ * the syscall first, then /dev/userfaultfd (which root may use when the
+ * syscall is filtered). */
+static int new_descriptor(void)
+{
+    int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+    if (fd >= 0)
+        return fd;
+    int saved = errno;
+    int dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
+    if (dev < 0) {
+        errno = saved;
+        return -1;
+    }
+    fd = ioctl(dev, USERFAULTFD_IOC_NEW, O_CLOEXEC | O_NONBLOCK);
+    saved = errno;
+    close(dev);
+    errno = saved;
+    return fd;
+}
+
+static void dispatch(const struct uffd_msg *m)
+{
+    switch (m->event) {
+    case UFFD_EVENT_PAGEFAULT: {
+        uintptr_t a = (uintptr_t)m->arg.pagefault.address & ~(uintptr_t)(page_size - 1);
+        bool wp = (m->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP) != 0;
+        bool wr = (m->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE) != 0;
+        the_ops->fault(a, wp, wr);
+        break;
+    }
+    case UFFD_EVENT_UNMAP:
+        atomic_fetch_add(&maps_gen, 1);
+        the_ops->gone((uintptr_t)m->arg.remove.start, (uintptr_t)m->arg.remove.end, true);
+        break;
+    case UFFD_EVENT_REMOVE:
+        the_ops->gone((uintptr_t)m->arg.remove.start, (uintptr_t)m->arg.remove.end, false);
+        break;
+    case UFFD_EVENT_REMAP:
+        atomic_fetch_add(&maps_gen, 1);
+        the_ops->moved((uintptr_t)m->arg.remap.from, (uintptr_t)m->arg.remap.to,
+                       (size_t)m->arg.remap.len);
+        break;
+    default:
+        break;
+    }
+}
+
+static void batch_done(void)
+{
+    pthread_mutex_lock(&batch_mu);
+    atomic_store(&in_batch, 0);
+    pthread_cond_broadcast(&batch_cv);
+    pthread_mutex_unlock(&batch_mu);
+}
+
+static void *handler_main(void *arg)
+{
+    (void)arg;
+    is_handler = true;
+    struct uffd_msg msgs[16];
+    for (;;) {
+        struct pollfd p = {the_fd, POLLIN, 0};
+        if (poll(&p, 1, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            LOG_ERROR("userfaultfd handler: poll: %s", strerror(errno));
+            return NULL;
+        }
+        atomic_store(&in_batch, 1);
+        ssize_t n = read(the_fd, msgs, sizeof msgs);
+        if (n < 0) {
+            batch_done();
+            if (errno == EAGAIN || errno == EINTR)
+                continue;
+            LOG_ERROR("userfaultfd handler: read: %s", strerror(errno));
+            return NULL;
+        }
+        for (size_t i = 0; i < (size_t)n / sizeof msgs[0]; i++)
+            dispatch(&msgs[i]);
+        batch_done();
+    }
+}
+
+static void open_body(void)
+{
+    page_size = (size_t)sysconf(_SC_PAGESIZE);
+    int fd = new_descriptor();
+    if (fd < 0) {
+        LOG_DEBUG("bounce: userfaultfd unavailable (%s): no lazy host buffers",
+                  strerror(errno));
+        return;
+    }
+    struct uffdio_api api = {.api = UFFD_API, .features = NEEDED_FEATURES};
+    if (ioctl(fd, UFFDIO_API, &api) < 0 || (api.features & NEEDED_FEATURES) != NEEDED_FEATURES) {
+        LOG_DEBUG("bounce: userfaultfd lacks write-protect or events (%s): "
+                  "no lazy host buffers", strerror(errno));
+        close(fd);
+        return;
+    }
+    the_fd = fd;
+    /* The handler takes no signals: they belong to the program's threads. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t t;
+    int rc = pthread_create(&t, &attr, handler_main, NULL);
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        LOG_DEBUG("bounce: cannot start the userfaultfd handler: %s", strerror(rc));
+        close(fd);
+        the_fd = -1;
+        return;
+    }
+    pthread_setname_np(t, "p2pshim-uffd");
+    atomic_store(&usable, true);
+}
+
+static const struct uffd_ops *pending_ops;
+
+static void open_with_ops(void)
+{
+    the_ops = pending_ops;
+    open_body();
+}
+
+bool uffd_open(const struct uffd_ops *ops)
+{
+    /* The first caller's ops count; bounce.c is the only caller. */
+    if (!atomic_load(&usable) && pending_ops == NULL)
+        pending_ops = ops;
+    pthread_once(&open_once, open_with_ops);
+    return atomic_load(&usable);
+}
+
+bool uffd_register(uintptr_t start, size_t len, bool missing)
+{
+    if (!atomic_load(&usable))
+        return errno = ENOSYS, false;
+    struct uffdio_register r = {
+        .range = {.start = start, .len = len},
+        .mode = UFFDIO_REGISTER_MODE_WP | (missing ? UFFDIO_REGISTER_MODE_MISSING : 0),
+    };
+    return ioctl(the_fd, UFFDIO_REGISTER, &r) == 0;
+}
+
+void uffd_unregister(uintptr_t start, size_t len)
+{
+    struct uffdio_range r = {.start = start, .len = len};
+    if (the_fd >= 0)
+        ioctl(the_fd, UFFDIO_UNREGISTER, &r);
+    /* No longer ours: an unmap there raises no event from now on. */
+    pthread_mutex_lock(&vetted_mu);
+    for (int i = 0; i < VETTED_MAX; i++)
+        if (vetted[i].lo < start + len && start < vetted[i].hi)
+            vetted[i].hi = 0;
+    pthread_mutex_unlock(&vetted_mu);
+}
+
+/* EAGAIN: an UNMAP/REMOVE/REMAP event is waiting to be read, and the
+ * kernel refuses to change pages until it is. Only the handler reads it:
+ * the handler gives up (errno EAGAIN) and goes to read; others wait. */
+static bool again(void)
+{
+    if (is_handler)
+        return false;
+    sched_yield();
+    return true;
+}
+
+bool uffd_copy(uintptr_t dst, const void *src, size_t len)
+{
+    const char *s = src;
+    while (len > 0) {
+        struct uffdio_copy c = {.dst = dst, .src = (uintptr_t)s, .len = len,
+                                .mode = UFFDIO_COPY_MODE_WP};
+        if (ioctl(the_fd, UFFDIO_COPY, &c) == 0)
+            return true;
+        int err = errno;
+        size_t done = c.copy > 0 ? (size_t)c.copy : 0;
+        if (err == EEXIST && done == 0)
+            done = page_size; /* present already: leave it as it is */
+        else if (err == EAGAIN && done == 0 && !again())
+            return errno = EAGAIN, false;
+        else if (err != EAGAIN && err != EEXIST)
+            return false;
+        dst += done;
+        s += done;
+        len -= done < len ? done : len;
+    }
+    return true;
+}
+
+bool uffd_zero(uintptr_t dst, size_t len)
+{
+    while (len > 0) {
+        struct uffdio_zeropage z = {.range = {.start = dst, .len = len}};
+        if (ioctl(the_fd, UFFDIO_ZEROPAGE, &z) == 0)
+            return true;
+        int err = errno;
+        size_t done = z.zeropage > 0 ? (size_t)z.zeropage : 0;
+        if (err == EEXIST && done == 0)
+            done = page_size;
+        else if (err == EAGAIN && done == 0 && !again())
+            return errno = EAGAIN, false;
+        else if (err != EAGAIN && err != EEXIST)
+            return false;
+        dst += done;
+        len -= done < len ? done : len;
+    }
+    return true;
+}
+
+bool uffd_protect(uintptr_t start, size_t len, bool on)
+{
+    struct uffdio_writeprotect w = {.range = {.start = start, .len = len},
+                                    .mode = on ? UFFDIO_WRITEPROTECT_MODE_WP : 0};
+    for (;;) {
+        if (ioctl(the_fd, UFFDIO_WRITEPROTECT, &w) == 0)
+            return true;
+        if (errno != EAGAIN || !again())
+            return false;
+    }
+}
+
+void uffd_wake(uintptr_t start, size_t len)
+{
+    struct uffdio_range r = {.start = start, .len = len};
+    ioctl(the_fd, UFFDIO_WAKE, &r);
+}
+
+void uffd_barrier(void)
+{
+    if (atomic_load(&in_batch) == 0 || is_handler)
+        return;
+    pthread_mutex_lock(&batch_mu);
+    while (atomic_load(&in_batch) != 0)
+        pthread_cond_wait(&batch_cv, &batch_mu);
+    pthread_mutex_unlock(&batch_mu);
+}
+
+bool uffd_in_handler(void)
+{
+    return is_handler;
+}
+
+void uffd_after_fork_child(void)
+{
+    atomic_store(&usable, false);
+    atomic_store(&in_batch, 0);
+    if (the_fd >= 0)
+        close(the_fd);
+    the_fd = -1;
+    /* pthread_once has run: uffd_open now answers false. */
+}
+
+/* ---- /proc/self/maps ---------------------------------------------------- */
+
+static bool parse_hex(const char **p, uintptr_t *out)
+{
+    uintptr_t v = 0;
+    const char *q = *p;
+    int n = 0;
+    for (;; q++, n++) {
+        char c = *q;
+        unsigned d;
+        if (c >= '0' && c <= '9')
+            d = (unsigned)(c - '0');
+        else if (c >= 'a' && c <= 'f')
+            d = (unsigned)(c - 'a' + 10);
+        else
+            break;
+        v = v * 16 + d;
+    }
+    *p = q;
+    *out = v;
+    return n > 0;
+}
+
+/* One line: "start-end perms offset dev inode   path". Whether its VMA
+ * may hold lazy pages. */
+static bool line_ok(const char *line, uintptr_t *lo, uintptr_t *hi)
+{
+    const char *p = line;
+    if (!parse_hex(&p, lo) || *p++ != '-' || !parse_hex(&p, hi) || *p++ != ' ')
+        return false;
+    bool ok = p[0] == 'r' && p[1] == 'w' && p[3] == 'p';
+    p += 4;
+    for (int field = 0; field < 3 && *p; field++) { /* offset, dev, inode */
+        while (*p == ' ')
+            p++;
+        const char *start = p;
+        while (*p && *p != ' ' && *p != '\n')
+            p++;
+        if (field == 2 && !(p - start == 1 && start[0] == '0'))
+            ok = false; /* a file */
+    }
+    while (*p == ' ')
+        p++;
+    if (*p != '\n' && *p != '\0' && strncmp(p, "[heap]", 6) != 0)
+        ok = false; /* [stack], [vvar], /anon_hugepage, memfd:, ... */
+    return ok;
+}
+
+static bool maps_private_anon(uintptr_t start, size_t len);
+
+bool uffd_private_anon(uintptr_t start, size_t len)
+{
+    uint64_t gen = atomic_load(&maps_gen);
+    pthread_mutex_lock(&vetted_mu);
+    for (int i = 0; i < VETTED_MAX; i++)
+        if (vetted[i].gen == gen && vetted[i].lo <= start && start + len <= vetted[i].hi &&
+            vetted[i].hi != 0) {
+            pthread_mutex_unlock(&vetted_mu);
+            return true;
+        }
+    pthread_mutex_unlock(&vetted_mu);
+    if (!maps_private_anon(start, len))
+        return false;
+    pthread_mutex_lock(&vetted_mu);
+    vetted[vetted_next++ % VETTED_MAX] = (struct vetted){start, start + len, gen};
+    pthread_mutex_unlock(&vetted_mu);
+    return true;
+}
+
+static bool maps_private_anon(uintptr_t start, size_t len)
+{
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    uintptr_t want = start, end = start + len;
+    bool ok = false, done = false;
+    char buf[8192];
+    size_t have = 0;
+    while (!done) {
+        ssize_t n = read(fd, buf + have, sizeof buf - 1 - have);
+        if (n <= 0)
+            break;
+        have += (size_t)n;
+        buf[have] = '\0';
+        char *line = buf, *nl;
+        while (!done && (nl = strchr(line, '\n')) != NULL) {
+            uintptr_t lo = 0, hi = 0;
+            bool good = line_ok(line, &lo, &hi);
+            if (hi > want && lo < end) {
+                if (lo > want || !good) /* a hole, or memory we must not touch */
+                    done = true;
+                else if ((want = hi) >= end)
+                    ok = done = true;
+            } else if (lo >= end) {
+                done = true;
+            }
+            line = nl + 1;
+        }
+        have = (size_t)(buf + have - line);
+        memmove(buf, line, have);
+        if (have == sizeof buf - 1)
+            break; /* an absurd line: give up */
+    }
+    close(fd);
+    return ok;
+}

@@ -1,0 +1,317 @@
+/* Host-bounced copies, lifetimes and limits: realloc (mremap moves the
+ * buffer), free and reuse of the block, MADV_DONTNEED, memory that must
+ * never be lazy (a shared mapping, an mlocked buffer), pinned and
+ * registered memory (eager), eight threads bouncing at once, and the
+ * device budget.
+ *
+ * "bounce_life shim|noshim [CASE...]": the cases named, or all of them.
+ * Transcripts as in bounce_paths. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "bt_common.h"
+
+#define PG 4096
+#define N (((size_t)1 << 20) + 321)
+
+static CUdeviceptr src0, dst1;
+static unsigned char *pat, *want;
+
+static void line(const char *what, const unsigned char *h, size_t n, CUdeviceptr d)
+{
+    standin_flush_all();
+    printf("%s: host=%016llx device=%016llx\n", what, (unsigned long long)bt_fnv(h, n),
+           (unsigned long long)bt_fnv((const void *)(uintptr_t)d, n));
+}
+
+/* D2H of n pattern bytes of seed from src0 into h (ctx 0 current). */
+static void d2h(unsigned char *h, size_t n, unsigned seed)
+{
+    bt_pattern(pat, n, seed);
+    bt_set_dev(src0, pat, n);
+    PL_OK(cuMemcpyDtoH_v2(h, src0, n));
+}
+
+/* H2D of h to dst1; the device must hold want afterwards, and so the host. */
+static void h2d_check(const unsigned char *h, size_t n, const char *what)
+{
+    PL_OK(cuMemcpyHtoD_v2(dst1, h, n));
+    bt_check_dev(dst1, want, n, what);
+    bt_check_host(h, want, n, what);
+    line(what, h, n, dst1);
+}
+
+static void case_realloc(void)
+{
+    /* Large enough for its own mapping: realloc moves it with mremap. */
+    size_t n = (size_t)8 << 20;
+    unsigned char *h = malloc(n);
+    d2h(h, n, 500);
+    memcpy(want, pat, n);
+    unsigned char *g = realloc(h, 3 * n);
+    PL_EXPECT(g != NULL, "realloc failed");
+    h2d_check(g, n, "realloc grown");
+    g = realloc(g, n / 2);
+    h2d_check(g, n / 2, "realloc shrunk");
+    free(g);
+}
+
+static void case_free(void)
+{
+    size_t n = N;
+    for (int i = 0; i < 3; i++) {
+        unsigned char *h = malloc(n);
+        d2h(h, n, 510 + i);
+        free(h);
+        /* Likely the same block: its old snapshot must not come back. */
+        unsigned char *g = malloc(n);
+        bt_pattern(want, n, 520 + i);
+        memcpy(g, want, n);
+        char what[48];
+        snprintf(what, sizeof what, "free and reuse %d", i);
+        h2d_check(g, n, what);
+        free(g);
+    }
+    /* calloc: zeroes, whatever was bounced there before. */
+    unsigned char *h = malloc(n);
+    d2h(h, n, 530);
+    free(h);
+    unsigned char *z = calloc(1, n);
+    memset(want, 0, n);
+    h2d_check(z, n, "calloc after free");
+    free(z);
+}
+
+static void case_dontneed(void)
+{
+    size_t n = (size_t)4 << 20;
+    unsigned char *h = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    d2h(h, n, 540);
+    memcpy(want, pat, n);
+    madvise(h + 16 * PG, 64 * PG, MADV_DONTNEED);
+    memset(want + 16 * PG, 0, 64 * PG);
+    h2d_check(h, n, "MADV_DONTNEED part");
+    d2h(h, n, 541);
+    madvise(h, n, MADV_DONTNEED);
+    memset(want, 0, n);
+    h2d_check(h, n, "MADV_DONTNEED all");
+    munmap(h, n);
+    /* munmap then a new mapping in the same place: fresh zeros. */
+    h = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    d2h(h, n, 542);
+    munmap(h, n);
+    unsigned char *g = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    h2d_check(g, n, "munmap and map again");
+    munmap(g, n);
+}
+
+/* Memory that is never lazy: bytes right, and through the host. */
+static void never_lazy(unsigned char *h, size_t n, const char *what)
+{
+    struct standin_stats s0;
+    standin_get_stats(&s0);
+    d2h(h, n, 550);
+    memcpy(want, pat, n);
+    struct bt_paths p;
+    bt_paths_since(&s0, &p);
+    PL_EXPECT(p.d2h_bytes == n, "%s: %llu bytes to the host, expected all %zu", what,
+              (unsigned long long)p.d2h_bytes, n);
+    h2d_check(h, n, what);
+}
+
+static long locked_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmLck: %ld", &kib) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kib;
+}
+
+static void case_unusual(void)
+{
+    size_t n = N;
+    unsigned char *h = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    never_lazy(h, n, "shared mapping");
+    munmap(h, n);
+    h = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    /* AddressSanitizer turns mlock into a no-op: check the kernel's word. */
+    if (mlock(h, n) == 0 && locked_kib() > 0) {
+        never_lazy(h, n, "mlocked buffer");
+        munlock(h, n);
+    } else {
+        printf("mlocked buffer: skipped (mlock refused)\n");
+    }
+    munmap(h, n);
+}
+
+/* Pinned and registered memory: eager only where asked for (P2PSHIM_BOUNCE
+ * lazy or eager); the bytes are right either way, a CPU write included. */
+static void case_pinned(void)
+{
+    size_t n = N;
+    void *pinned = NULL;
+    PL_OK(cuMemHostAlloc(&pinned, n, 0));
+    unsigned char *h = pinned;
+    d2h(h, n, 560);
+    memcpy(want, pat, n);
+    h2d_check(h, n, "pinned untouched");
+    d2h(h, n, 561);
+    memcpy(want, pat, n);
+    h[PG * 7 + 3] = 0x42;
+    want[PG * 7 + 3] = 0x42;
+    h2d_check(h, n, "pinned written");
+    PL_OK(cuMemFreeHost(pinned));
+
+    unsigned char *r = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    /* Bounced lazily first, then registered: the driver pins every page. */
+    d2h(r, n, 562);
+    memcpy(want, pat, n);
+    PL_OK(cuMemHostRegister_v2(r, n, 0));
+    h2d_check(r, n, "registered after a bounce");
+    d2h(r, n, 563);
+    memcpy(want, pat, n);
+    h2d_check(r, n, "registered");
+    PL_OK(cuMemHostUnregister(r));
+    munmap(r, n);
+}
+
+/* Eight threads, each its own buffer and per-thread default stream. */
+struct worker {
+    int id;
+    CUdeviceptr s, d;
+    int bad;
+};
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    size_t n = (size_t)256 << 10;
+    unsigned char *h = malloc(n), *p = malloc(n);
+    PL_OK(cuCtxSetCurrent(bt_env.ctx[w->id % 2]));
+    for (int i = 0; i < 8; i++) {
+        bt_pattern(p, n, 600 + 16 * (unsigned)w->id + (unsigned)i);
+        PL_OK(cuCtxSetCurrent(bt_env.ctx[w->id % 2]));
+        PL_OK(cuMemcpyHtoD_v2_ptds(w->s, p, n)); /* the source, through the shim too */
+        PL_OK(cuMemcpyDtoH_v2_ptds(h, w->s, n));
+        if (i % 3 == 1)
+            h[i * 1000] ^= 0xFF, p[i * 1000] ^= 0xFF;
+        PL_OK(cuMemcpyHtoDAsync_v2_ptsz(w->d, h, n, NULL));
+        PL_OK(cuStreamSynchronize_ptsz(NULL));
+        standin_flush_all();
+        if (memcmp((void *)(uintptr_t)w->d, p, n) != 0)
+            w->bad++;
+    }
+    free(h);
+    free(p);
+    return NULL;
+}
+
+static void case_threads(void)
+{
+    struct worker w[8];
+    pthread_t t[8];
+    for (int i = 0; i < 8; i++) {
+        w[i].id = i;
+        w[i].s = pl_alloc(bt_env.ctx[i % 2], (size_t)256 << 10);
+        w[i].d = pl_alloc(bt_env.ctx[1 - i % 2], (size_t)256 << 10);
+        w[i].bad = 0;
+        pthread_create(&t[i], NULL, worker_main, &w[i]);
+    }
+    int bad = 0;
+    for (int i = 0; i < 8; i++) {
+        pthread_join(t[i], NULL);
+        bad += w[i].bad;
+        pl_free(bt_env.ctx[i % 2], w[i].s);
+        pl_free(bt_env.ctx[1 - i % 2], w[i].d);
+    }
+    PL_EXPECT(bad == 0, "eight threads: %d rounds with wrong bytes", bad);
+    printf("eight threads: wrong rounds %d\n", bad);
+}
+
+/* More bounced buffers than the budget holds (run with a small one):
+ * evicted snapshots are filled into their buffers first. */
+static void case_budget(void)
+{
+    enum { K = 6 };
+    size_t n = (size_t)512 << 10;
+    unsigned char *h[K];
+    for (int i = 0; i < K; i++) {
+        h[i] = malloc(n);
+        d2h(h[i], n, 700 + (unsigned)i);
+    }
+    for (int i = 0; i < K; i++) {
+        bt_pattern(want, n, 700 + (unsigned)i);
+        char what[32];
+        snprintf(what, sizeof what, "budget buffer %d", i);
+        h2d_check(h[i], n, what);
+        free(h[i]);
+    }
+}
+
+/* The program's allocation needs the memory the shim's snapshots hold:
+ * the shim gives them back (filling their buffers first) and the
+ * allocation succeeds, as without the shim. */
+static void case_oom(void)
+{
+    enum { K = 4 };
+    size_t n = (size_t)1 << 20, free_b = 0, total = 0;
+    unsigned char *h[K];
+    /* What the program may allocate: all that is free before it bounces. */
+    standin_flush_all();
+    PL_OK(cuMemGetInfo_v2(&free_b, &total));
+    for (int i = 0; i < K; i++) {
+        h[i] = malloc(n);
+        d2h(h[i], n, 800 + (unsigned)i);
+    }
+    CUdeviceptr big = 0;
+    CUresult r = cuMemAlloc_v2(&big, free_b - 65536);
+    PL_EXPECT(r == CUDA_SUCCESS, "the program's allocation failed (%d)", (int)r);
+    if (r == CUDA_SUCCESS)
+        PL_OK(cuMemFree_v2(big));
+    for (int i = 0; i < K; i++) {
+        bt_pattern(want, n, 800 + (unsigned)i);
+        char what[32];
+        snprintf(what, sizeof what, "after oom %d", i);
+        h2d_check(h[i], n, what);
+        free(h[i]);
+    }
+}
+
+static const struct {
+    const char *name;
+    void (*fn)(void);
+} cases[] = {
+    {"oom", case_oom},
+    {"realloc", case_realloc}, {"free", case_free},       {"dontneed", case_dontneed},
+    {"unusual", case_unusual}, {"pinned", case_pinned},   {"threads", case_threads},
+    {"budget", case_budget},
+};
+
+int main(int argc, char **argv)
+{
+    bt_init(argc, argv);
+    size_t big = (size_t)32 << 20;
+    src0 = pl_alloc(bt_env.ctx[0], big);
+    dst1 = pl_alloc(bt_env.ctx[1], big);
+    pat = malloc(big);
+    want = malloc(big);
+    pl_use(bt_env.ctx[0]);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        bool run = argc <= 2;
+        for (int a = 2; a < argc; a++)
+            run = run || strcmp(argv[a], cases[c].name) == 0;
+        if (run)
+            cases[c].fn();
+    }
+    return pl_finish("bounce_life");
+}

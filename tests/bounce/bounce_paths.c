@@ -1,0 +1,273 @@
+/* Host-bounced copies, the paths: each flavour of the pair (sync legacy,
+ * sync per-thread, async on a stream, async per-thread) with pending work
+ * on both devices that the copies must follow; a staging buffer reused in
+ * a loop; partial overlaps and two snapshots in one H2D; writes between
+ * the copies; reads through write(2) into a pipe and from a forked child.
+ *
+ * "bounce_paths shim|noshim": prints one transcript line per check (the
+ * checksums of the bytes it saw), the same in both runs (compare.sh); the
+ * shim run also checks that the bytes went device to device. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bt_common.h"
+
+#define PG 4096
+#define N ((size_t)1 << 20) + 123 /* not a page multiple */
+
+static CUdeviceptr src0, src1, dst0, dst1;
+static struct bt_flavour *fl0, *fl1;
+
+static unsigned char *buffer(size_t n)
+{
+    unsigned char *b = malloc(n + 64);
+    if (b == NULL)
+        abort();
+    return b;
+}
+
+static void line(const char *what, const unsigned char *h, size_t n, CUdeviceptr d, size_t dn)
+{
+    standin_flush_all();
+    printf("%s: host=%016llx device=%016llx\n", what, (unsigned long long)bt_fnv(h, n),
+           (unsigned long long)bt_fnv((const void *)(uintptr_t)d, dn));
+}
+
+/* 1. Each flavour: the source's pending memset must land in the snapshot,
+ * the destination's pending memset must come before the bounced H2D. */
+static void flavours(void)
+{
+    size_t n = N;
+    unsigned char *h = buffer(n) + 1, *want = buffer(n), *p = buffer(n);
+    for (int k = 0; k < BT_FLAVOURS; k++) {
+        for (int touch = 0; touch < 2; touch++) {
+            char what[96];
+            snprintf(what, sizeof what, "flavour %s %s", fl0[k].name,
+                     touch ? "read in between" : "untouched");
+            bt_pattern(p, n, 10 + k * 2 + touch);
+            bt_set_dev(src0, p, n);
+            memset(h, 0x77, n);
+            struct standin_stats s0;
+            standin_get_stats(&s0);
+            pl_use(bt_env.ctx[0]);
+            PL_OK(fl0[k].memset8(&fl0[k], src0, 0x5C, n / 2));
+            PL_OK(fl0[k].d2h(&fl0[k], h, src0, n));
+            PL_OK(fl0[k].sync(&fl0[k]));
+            memcpy(want, p, n);
+            memset(want, 0x5C, n / 2);
+            if (touch)
+                bt_check_host(h, want, n, what);
+            pl_use(bt_env.ctx[1]);
+            PL_OK(fl1[k].memset8(&fl1[k], dst1, 0xEE, n));
+            PL_OK(fl1[k].h2d(&fl1[k], dst1, h, n));
+            PL_OK(fl1[k].sync(&fl1[k]));
+            pl_use(bt_env.ctx[0]);
+            /* D2H and H2D each leave at most the two partial pages. */
+            if (!touch)
+                bt_expect_bounced(&s0, 4 * PG, n - 2 * PG, 2 * n, what);
+            bt_check_dev(dst1, want, n, what);
+            bt_check_host(h, want, n, what);
+            line(what, h, n, dst1, n);
+        }
+    }
+    free(h - 1);
+    free(want);
+    free(p);
+}
+
+/* 2. One staging buffer, both directions, six rounds. */
+static void loop(void)
+{
+    size_t n = (size_t)256 << 10;
+    unsigned char *h = buffer(n), *p = buffer(n);
+    for (int i = 0; i < 6; i++) {
+        int from = i % 2, to = 1 - from;
+        CUdeviceptr s = from ? src1 : src0, d = to ? dst1 : dst0;
+        char what[64];
+        snprintf(what, sizeof what, "loop round %d %d->%d", i, from, to);
+        bt_pattern(p, n, 100 + i);
+        bt_set_dev(s, p, n);
+        struct standin_stats s0;
+        standin_get_stats(&s0);
+        pl_use(bt_env.ctx[from]);
+        PL_OK(cuMemcpyDtoH_v2(h, s, n));
+        pl_use(bt_env.ctx[to]);
+        PL_OK(cuMemcpyHtoD_v2(d, h, n));
+        bt_expect_bounced(&s0, 4 * PG, n - 2 * PG, 2 * n, what);
+        bt_check_dev(d, p, n, what);
+        line(what, h, n, d, n);
+    }
+    pl_use(bt_env.ctx[0]);
+    free(h);
+    free(p);
+}
+
+/* 3. Parts: an H2D of the middle, one running past the snapshot into
+ * bytes the CPU wrote, and one over two snapshots side by side. */
+static void partial(void)
+{
+    size_t n = N, extra = 3 * PG + 5;
+    unsigned char *h = buffer(n + extra), *p = buffer(n), *q = buffer(n), *want = buffer(n + extra);
+    bt_pattern(p, n, 200);
+    bt_set_dev(src0, p, n);
+    pl_use(bt_env.ctx[0]);
+    bt_pattern(h + n, extra, 201); /* beyond the D2H: the CPU's bytes */
+    PL_OK(cuMemcpyDtoH_v2(h, src0, n));
+    memcpy(want, p, n);
+    memcpy(want + n, h + n, extra);
+
+    size_t lo = n / 4 + 7, hi = 3 * n / 4;
+    PL_OK(cuMemcpyHtoD_v2(dst1 + lo, h + lo, hi - lo));
+    bt_check_dev(dst1 + lo, want + lo, hi - lo, "partial middle");
+    line("partial middle", h + lo, hi - lo, dst1 + lo, hi - lo);
+
+    lo = n / 2 + 1;
+    hi = n + extra;
+    PL_OK(cuMemcpyHtoD_v2(dst1, h + lo, hi - lo));
+    bt_check_dev(dst1, want + lo, hi - lo, "partial past the end");
+    line("partial past the end", h + lo, hi - lo, dst1, hi - lo);
+
+    /* Two D2H side by side (a page boundary between them), one H2D. */
+    bt_pattern(q, n, 202);
+    bt_set_dev(src1, q, n);
+    size_t half = 64 * PG;
+    unsigned char *a = (unsigned char *)(((uintptr_t)h + PG - 1) & ~(uintptr_t)(PG - 1));
+    PL_OK(cuMemcpyDtoH_v2(a, src0, half));
+    pl_use(bt_env.ctx[1]);
+    PL_OK(cuMemcpyDtoH_v2(a + half, src1, half));
+    memcpy(want, p, half);
+    memcpy(want + half, q, half);
+    struct standin_stats s0;
+    standin_get_stats(&s0);
+    PL_OK(cuMemcpyHtoD_v2(dst0, a, 2 * half));
+    bt_expect_bounced(&s0, 0, 2 * half, 2 * half, "two snapshots in one H2D");
+    bt_check_dev(dst0, want, 2 * half, "two snapshots in one H2D");
+    line("two snapshots in one H2D", a, 2 * half, dst0, 2 * half);
+    pl_use(bt_env.ctx[0]);
+    free(h);
+    free(p);
+    free(q);
+    free(want);
+}
+
+/* 4. The CPU writes between the copies: the head, a middle page and the
+ * last byte; the H2D delivers exactly what the host holds. */
+static void writes(void)
+{
+    size_t n = N;
+    unsigned char *h = buffer(n) + 3, *p = buffer(n);
+    bt_pattern(p, n, 300);
+    bt_set_dev(src0, p, n);
+    PL_OK(cuMemcpyDtoH_v2(h, src0, n));
+    h[0] = 0xA1;
+    h[n / 2] = 0xA2;
+    memset(h + 10 * PG, 0xA3, 3 * PG);
+    h[n - 1] = 0xA4;
+    p[0] = 0xA1;
+    p[n / 2] = 0xA2;
+    memset(p + 10 * PG, 0xA3, 3 * PG);
+    p[n - 1] = 0xA4;
+    struct standin_stats s0;
+    standin_get_stats(&s0);
+    PL_OK(cuMemcpyHtoD_v2(dst1, h, n));
+    /* The dirty pages (one, three, and the partial ones) from the host. */
+    bt_expect_bounced(&s0, 8 * PG, n - 8 * PG, n, "writes between");
+    bt_check_dev(dst1, p, n, "writes between");
+    bt_check_host(h, p, n, "writes between");
+    line("writes between", h, n, dst1, n);
+    free(h - 3);
+    free(p);
+}
+
+/* 5. Reads by the kernel: write(2) into a pipe, and a forked child. */
+struct drain {
+    int fd;
+    unsigned char *out;
+    size_t n;
+};
+
+static void *drain_main(void *arg)
+{
+    struct drain *d = arg;
+    size_t got = 0;
+    while (got < d->n) {
+        ssize_t r = read(d->fd, d->out + got, d->n - got);
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    return NULL;
+}
+
+static void kernel_reads(void)
+{
+    size_t n = N;
+    unsigned char *h = buffer(n), *p = buffer(n), *out = buffer(n);
+    bt_pattern(p, n, 400);
+    bt_set_dev(src0, p, n);
+    PL_OK(cuMemcpyDtoH_v2(h, src0, n));
+    int fds[2];
+    if (pipe(fds) != 0)
+        abort();
+    struct drain d = {fds[0], out, n};
+    pthread_t t;
+    pthread_create(&t, NULL, drain_main, &d);
+    size_t put = 0;
+    while (put < n) {
+        ssize_t w = write(fds[1], h + put, n - put);
+        PL_EXPECT(w > 0, "write(2) from a bounced buffer failed");
+        if (w <= 0)
+            break;
+        put += (size_t)w;
+    }
+    close(fds[1]);
+    pthread_join(t, NULL);
+    close(fds[0]);
+    bt_check_host(out, p, n, "write(2) to a pipe");
+    line("write(2) to a pipe", out, n, src0, 0);
+
+    /* A child reads the buffer; the parent then bounces it. */
+    bt_pattern(p, n, 401);
+    bt_set_dev(src0, p, n);
+    PL_OK(cuMemcpyDtoH_v2(h, src0, n));
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int same = memcmp(h, p, n) == 0;
+        h[n / 2] ^= 0xFF; /* the child's own copy: its writes are its own */
+        _exit(same && h[n / 2] == (unsigned char)(p[n / 2] ^ 0xFF) ? 0 : 1);
+    }
+    int status = -1;
+    waitpid(pid, &status, 0);
+    PL_EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+              "the forked child saw other bytes (status %d)", status);
+    PL_OK(cuMemcpyHtoD_v2(dst1, h, n));
+    bt_check_dev(dst1, p, n, "after fork");
+    line("after fork", h, n, dst1, n);
+    free(h);
+    free(p);
+    free(out);
+}
+
+int main(int argc, char **argv)
+{
+    bt_init(argc, argv);
+    size_t big = (size_t)2 << 20;
+    src0 = pl_alloc(bt_env.ctx[0], big);
+    dst0 = pl_alloc(bt_env.ctx[0], big);
+    src1 = pl_alloc(bt_env.ctx[1], big);
+    dst1 = pl_alloc(bt_env.ctx[1], big);
+    fl0 = bt_flavours(bt_env.ctx[0]);
+    fl1 = bt_flavours(bt_env.ctx[1]);
+    flavours();
+    loop();
+    partial();
+    writes();
+    kernel_reads();
+    return pl_finish("bounce_paths");
+}

@@ -1,0 +1,452 @@
+/* Host-bounced copies on real GPUs (issue 4): cudaMemcpy D2H from device
+ * 0 into a host buffer, then H2D from it to device 1 (and the reverse),
+ * with pending work on both devices that the copies must follow; a staging
+ * buffer reused in a loop; unaligned and partial ranges; the CPU reading
+ * or writing the buffer in between; write(2) into a pipe; a forked child;
+ * realloc and free; pinned and registered memory.
+ *
+ *   bounce_gpu [--expect bounced|plain|any] [--sizes 4K,1M,...] [--probe]
+ *
+ * Prints a transcript that depends only on the bytes (the device-side
+ * checksums of every destination, each also compared with the expected
+ * bytes), the same with and without the shim (compare_runs.sh). With
+ * --expect, CUPTI checks the path of each untouched pair: "bounced" (at
+ * most four partial pages through the host, the rest device to device),
+ * "plain" (every byte through the host), "any" (no check).
+ *
+ * --probe-hmm: a kernel reading a just-bounced pageable buffer (HMM).
+ * --probe: what pinned and registered memory allow (userfaultfd MISSING
+ * and WP registration, mprotect) and whether the devices read pageable
+ * memory themselves (HMM/ATS): the answers DESIGN.md and docs/ need.
+ * Exit: 0, 1 on a failure, 77 with fewer than two GPUs. */
+#include "cupti_paths.h"
+#include "gpu_test.h"
+#include "pattern.cuh"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int failures;
+static const char *expect = "any";
+static size_t page;
+static void *dev_src[2], *dev_dst[2];
+static unsigned char *want;
+static size_t cap = (size_t)256 << 20;
+
+#define FAIL(...)                                                                         \
+    do {                                                                                  \
+        printf("FAIL line %d: ", __LINE__);                                               \
+        printf(__VA_ARGS__);                                                              \
+        printf("\n");                                                                     \
+        failures++;                                                                       \
+    } while (0)
+
+static void pattern(unsigned char *out, size_t n, uint32_t seed)
+{
+    for (size_t i = 0; i < n; i++)
+        out[i] = p2pk_pattern_byte(seed, i);
+}
+
+/* The device's bytes [0, n) must equal want[0, n); prints the checksum. */
+static void check_dev(int dev, void *d, size_t n, const char *what)
+{
+    size_t n4 = n & ~(size_t)3;
+    unsigned long long got = 0;
+    GT_CHECK(cudaSetDevice(dev));
+    GT_CHECK(p2pk_checksum_sync(d, n4, &got, GT_STREAM));
+    unsigned long long exp = p2pk_checksum_host(want, n4);
+    if (got != exp)
+        FAIL("%s: device checksum %016llx, expected %016llx", what, got, exp);
+    printf("%s: %zu bytes, checksum %016llx\n", what, n, got);
+}
+
+static void check_host(const unsigned char *h, size_t n, const char *what)
+{
+    for (size_t i = 0; i < n; i++)
+        if (h[i] != want[i]) {
+            FAIL("%s: host byte %zu is 0x%02x, expected 0x%02x", what, i, h[i], want[i]);
+            return;
+        }
+}
+
+/* The path check of one untouched pair (--expect). */
+static void window_begin(void)
+{
+    char err[256];
+    if (strcmp(expect, "any") != 0 && cupti_paths_begin(err, sizeof err) != 0)
+        FAIL("cupti: %s", err);
+}
+
+static void window_end(size_t n, const char *what)
+{
+    if (strcmp(expect, "any") == 0)
+        return;
+    gt_sync_devices(0, 1, 0);
+    struct cupti_paths_counts c;
+    char err[256];
+    if (cupti_paths_end(&c, err, sizeof err) != 0) {
+        FAIL("cupti: %s", err);
+        return;
+    }
+    unsigned long long host = c.htod_bytes + c.dtoh_bytes, dev = c.ptop_bytes + c.dtod_bytes;
+    if (strcmp(expect, "bounced") == 0 && n >= ((size_t)64 << 10) &&
+        (host > 4 * page || dev + 2 * page < n))
+        FAIL("%s: not bounced on the device: %llu bytes through the host, %llu device to "
+             "device", what, host, dev);
+    if (strcmp(expect, "plain") == 0 && host != 2 * (unsigned long long)n)
+        FAIL("%s: %llu bytes through the host, expected %zu", what, host, 2 * n);
+}
+
+/* One pair: D2H from dev `from` (pending work first), H2D to `to`. mode:
+ * 0 untouched, 1 read in between, 2 one byte written per 64 KiB. */
+static void pair(unsigned char *h, size_t n, int from, int to, int mode, int async,
+                 uint32_t seed)
+{
+    char what[128];
+    snprintf(what, sizeof what, "%s %zu B %d->%d %s%s", async ? "async" : "sync", n, from, to,
+             mode == 0 ? "untouched" : mode == 1 ? "read" : "written",
+             ((uintptr_t)h % page) ? " unaligned" : "");
+    cudaStream_t s = GT_STREAM;
+    GT_CHECK(cudaSetDevice(from));
+    GT_CHECK(p2pk_fill(dev_src[from], cap, seed, s));
+    /* Pending on the source: a busy kernel, then the first half's bytes. */
+    GT_CHECK(p2pk_busy(3000, dev_src[from], n / 2, seed + 1, s));
+    pattern(want, n, seed);
+    unsigned char *half = (unsigned char *)malloc(n / 2 + 1);
+    pattern(half, n / 2, seed + 1);
+    memcpy(want, half, n / 2);
+    free(half);
+    if (mode == 0)
+        window_begin();
+    if (async) {
+        cudaStream_t cs;
+        GT_CHECK(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
+        cudaEvent_t ev;
+        GT_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+        GT_CHECK(cudaEventRecord(ev, s));
+        GT_CHECK(cudaStreamWaitEvent(cs, ev, 0));
+        GT_CHECK(cudaMemcpyAsync(h, dev_src[from], n, cudaMemcpyDeviceToHost, cs));
+        GT_CHECK(cudaStreamSynchronize(cs));
+        GT_CHECK(cudaEventDestroy(ev));
+        GT_CHECK(cudaStreamDestroy(cs));
+    } else {
+        GT_CHECK(cudaMemcpy(h, dev_src[from], n, cudaMemcpyDeviceToHost));
+    }
+    if (mode == 1)
+        check_host(h, n, what);
+    if (mode == 2)
+        for (size_t i = 7; i < n; i += 65536)
+            h[i] = want[i] = (unsigned char)(i * 31 + 1);
+    /* Pending on the destination: the H2D must land after it. */
+    GT_CHECK(cudaSetDevice(to));
+    GT_CHECK(p2pk_busy(3000, dev_dst[to], n & ~(size_t)3, seed + 2, s));
+    if (async) {
+        GT_CHECK(cudaMemcpyAsync(dev_dst[to], h, n, cudaMemcpyHostToDevice, s));
+        GT_CHECK(cudaStreamSynchronize(s));
+    } else {
+        GT_CHECK(cudaMemcpy(dev_dst[to], h, n, cudaMemcpyHostToDevice));
+    }
+    if (mode == 0)
+        window_end(n, what);
+    check_dev(to, dev_dst[to], n, what);
+    check_host(h, n, what);
+}
+
+/* ---- the other readers: write(2), a child ---- */
+
+struct drain {
+    int fd;
+    unsigned char *out;
+    size_t n;
+};
+
+static void *drain_main(void *arg)
+{
+    struct drain *d = (struct drain *)arg;
+    size_t got = 0;
+    while (got < d->n) {
+        ssize_t r = read(d->fd, d->out + got, d->n - got);
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    return NULL;
+}
+
+static void kernel_readers(size_t n)
+{
+    unsigned char *h = (unsigned char *)malloc(n), *out = (unsigned char *)malloc(n);
+    GT_CHECK(cudaSetDevice(0));
+    GT_CHECK(p2pk_fill(dev_src[0], n, 77, GT_STREAM));
+    pattern(want, n, 77);
+    GT_CHECK(cudaMemcpy(h, dev_src[0], n, cudaMemcpyDeviceToHost));
+    int fds[2];
+    if (pipe(fds) != 0)
+        exit(1);
+    struct drain d = {fds[0], out, n};
+    pthread_t t;
+    pthread_create(&t, NULL, drain_main, &d);
+    for (size_t put = 0; put < n;) {
+        ssize_t w = write(fds[1], h + put, n - put);
+        if (w <= 0) {
+            FAIL("write(2) from the bounced buffer: %s", strerror(errno));
+            break;
+        }
+        put += (size_t)w;
+    }
+    close(fds[1]);
+    pthread_join(t, NULL);
+    close(fds[0]);
+    check_host(out, n, "write(2) into a pipe");
+    printf("write(2) into a pipe: %zu bytes\n", n);
+
+    GT_CHECK(p2pk_fill(dev_src[0], n, 78, GT_STREAM));
+    pattern(want, n, 78);
+    GT_CHECK(cudaMemcpy(h, dev_src[0], n, cudaMemcpyDeviceToHost));
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(memcmp(h, want, n) == 0 ? 0 : 1);
+    int status = -1;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        FAIL("a forked child saw other bytes (status %d)", status);
+    GT_CHECK(cudaMemcpy(dev_dst[1], h, n, cudaMemcpyHostToDevice));
+    check_dev(1, dev_dst[1], n, "after fork");
+    free(h);
+    free(out);
+}
+
+static void lifetimes(size_t n)
+{
+    unsigned char *h = (unsigned char *)malloc(n);
+    GT_CHECK(cudaSetDevice(0));
+    GT_CHECK(p2pk_fill(dev_src[0], n, 90, GT_STREAM));
+    pattern(want, n, 90);
+    GT_CHECK(cudaMemcpy(h, dev_src[0], n, cudaMemcpyDeviceToHost));
+    h = (unsigned char *)realloc(h, 2 * n); /* mremap moves it */
+    GT_CHECK(cudaMemcpy(dev_dst[1], h, n, cudaMemcpyHostToDevice));
+    check_dev(1, dev_dst[1], n, "after realloc");
+    GT_CHECK(cudaSetDevice(0));
+    GT_CHECK(cudaMemcpy(h, dev_src[0], n, cudaMemcpyDeviceToHost));
+    free(h);
+    unsigned char *g = (unsigned char *)calloc(1, n); /* fresh zeros */
+    memset(want, 0, n);
+    GT_CHECK(cudaMemcpy(dev_dst[1], g, n, cudaMemcpyHostToDevice));
+    check_dev(1, dev_dst[1], n, "calloc after free");
+    free(g);
+}
+
+/* Pinned and registered memory is bounced (eagerly) only when the shim is
+ * told so (P2PSHIM_BOUNCE=lazy or eager): a kernel could write it unseen.
+ * Even then only where the memory takes userfaultfd write-protection
+ * (--probe says), so the path is not checked there; the bytes are. */
+static void pinned(size_t n)
+{
+    const char *mode_env = getenv("P2PSHIM_BOUNCE");
+    const char *saved = expect;
+    bool told = mode_env && (strcmp(mode_env, "lazy") == 0 || strcmp(mode_env, "eager") == 0);
+    if (strcmp(expect, "bounced") == 0)
+        expect = told ? "any" : "plain";
+    unsigned char *p;
+    GT_CHECK(cudaMallocHost((void **)&p, n));
+    for (int mode = 0; mode < 3; mode++)
+        pair(p, n, 0, 1, mode, 1, 100 + (uint32_t)mode);
+    GT_CHECK(cudaFreeHost(p));
+    unsigned char *r = (unsigned char *)malloc(n);
+    GT_CHECK(cudaHostRegister(r, n, cudaHostRegisterDefault));
+    for (int mode = 0; mode < 3; mode++)
+        pair(r, n, 1, 0, mode, 0, 110 + (uint32_t)mode);
+    GT_CHECK(cudaHostUnregister(r));
+    free(r);
+    expect = saved;
+}
+
+/* ---- --probe ---- */
+
+static void maps_line(const void *p, const char *what)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512];
+    while (f && fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && (uintptr_t)p >= lo && (uintptr_t)p < hi)
+            printf("probe %s: maps %s", what, line);
+    }
+    if (f)
+        fclose(f);
+}
+
+static void probe_memory(void *p, size_t n, const char *what)
+{
+    maps_line(p, what);
+    int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+    struct uffdio_api api = {UFFD_API, UFFD_FEATURE_PAGEFAULT_FLAG_WP, 0};
+    if (fd < 0 || ioctl(fd, UFFDIO_API, &api) != 0) {
+        printf("probe %s: userfaultfd unavailable: %s\n", what, strerror(errno));
+    } else {
+        uint64_t modes[3] = {UFFDIO_REGISTER_MODE_WP, UFFDIO_REGISTER_MODE_MISSING,
+                             UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_WP};
+        const char *names[3] = {"WP", "MISSING", "MISSING|WP"};
+        for (int i = 0; i < 3; i++) {
+            struct uffdio_register r = {{(uintptr_t)p, n}, modes[i], 0};
+            int rc = ioctl(fd, UFFDIO_REGISTER, &r);
+            printf("probe %s: userfaultfd register %s: %s\n", what, names[i],
+                   rc == 0 ? "ok" : strerror(errno));
+            if (rc == 0 && i == 0) {
+                struct uffdio_writeprotect w = {{(uintptr_t)p, n}, UFFDIO_WRITEPROTECT_MODE_WP};
+                int wr = ioctl(fd, UFFDIO_WRITEPROTECT, &w);
+                printf("probe %s: write-protect: %s\n", what, wr == 0 ? "ok" : strerror(errno));
+                w.mode = 0;
+                ioctl(fd, UFFDIO_WRITEPROTECT, &w);
+            }
+            if (rc == 0) {
+                struct uffdio_range u = {(uintptr_t)p, n};
+                ioctl(fd, UFFDIO_UNREGISTER, &u);
+            }
+        }
+        close(fd);
+    }
+    int mp = mprotect(p, n, PROT_READ);
+    printf("probe %s: mprotect(PROT_READ): %s\n", what, mp == 0 ? "ok" : strerror(errno));
+    if (mp == 0)
+        mprotect(p, n, PROT_READ | PROT_WRITE);
+    int md = madvise(p, n, MADV_DONTNEED);
+    printf("probe %s: madvise(MADV_DONTNEED): %s (not undone: the bytes are gone)\n", what,
+           md == 0 ? "ok" : strerror(errno));
+}
+
+static void probe(void)
+{
+    int ndev = 0;
+    GT_CHECK(cudaGetDeviceCount(&ndev));
+    for (int d = 0; d < ndev; d++) {
+        int pma = -1, host_pt = -1;
+        cudaDeviceGetAttribute(&pma, cudaDevAttrPageableMemoryAccess, d);
+        cudaDeviceGetAttribute(&host_pt, cudaDevAttrPageableMemoryAccessUsesHostPageTables, d);
+        printf("probe device %d: pageable memory access %d, through host page tables %d\n", d,
+               pma, host_pt);
+    }
+    size_t n = (size_t)4 << 20;
+    void *p;
+    GT_CHECK(cudaMallocHost(&p, n));
+    probe_memory(p, n, "cudaMallocHost");
+    GT_CHECK(cudaFreeHost(p));
+    GT_CHECK(cudaHostAlloc(&p, n, cudaHostAllocMapped | cudaHostAllocPortable));
+    probe_memory(p, n, "cudaHostAlloc(mapped)");
+    GT_CHECK(cudaFreeHost(p));
+    p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    memset(p, 1, n);
+    GT_CHECK(cudaHostRegister(p, n, cudaHostRegisterDefault));
+    probe_memory(p, n, "cudaHostRegister");
+    GT_CHECK(cudaHostUnregister(p));
+    munmap(p, n);
+}
+
+/* --probe-hmm: a kernel reads a pageable buffer that a D2H just filled,
+ * through its host address (HMM/ATS). Under the shim with lazy bounces
+ * this is the case a lazy page must survive; prints what the GPU saw. */
+static int probe_hmm(void)
+{
+    int pma = 0;
+    GT_CHECK(cudaDeviceGetAttribute(&pma, cudaDevAttrPageableMemoryAccess, 0));
+    if (!pma) {
+        printf("probe-hmm: device 0 cannot read pageable memory: nothing to check\n");
+        return 0;
+    }
+    size_t n = (size_t)64 << 20;
+    unsigned char *h = (unsigned char *)malloc(n), *exp = (unsigned char *)malloc(n);
+    void *src;
+    GT_CHECK(cudaSetDevice(0));
+    GT_CHECK(cudaMalloc(&src, n));
+    GT_CHECK(p2pk_fill(src, n, 77, GT_STREAM));
+    pattern(exp, n, 77);
+    GT_CHECK(cudaMemcpy(h, src, n, cudaMemcpyDeviceToHost));
+    unsigned long long got = 0;
+    cudaError_t e = p2pk_checksum_sync(h, n, &got, GT_STREAM);
+    unsigned long long want_sum = p2pk_checksum_host(exp, n);
+    printf("probe-hmm: kernel read of the D2H's pageable buffer: %s, checksum %s\n",
+           cudaGetErrorName(e), e == cudaSuccess && got == want_sum ? "right" : "WRONG");
+    return e == cudaSuccess && got == want_sum ? 0 : 1;
+}
+
+static size_t parse_size(const char *s)
+{
+    char *end;
+    size_t v = strtoull(s, &end, 10);
+    if (*end == 'K')
+        v <<= 10;
+    else if (*end == 'M')
+        v <<= 20;
+    return v;
+}
+
+int main(int argc, char **argv)
+{
+    size_t sizes[16] = {4096, (64 << 10) + 1, (1 << 20) + 333, (size_t)64 << 20,
+                        (size_t)256 << 20};
+    int nsizes = 5, do_probe = 0, do_probe_hmm = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--expect") == 0 && i + 1 < argc) {
+            expect = argv[++i];
+        } else if (strcmp(argv[i], "--probe") == 0) {
+            do_probe = 1;
+        } else if (strcmp(argv[i], "--probe-hmm") == 0) {
+            do_probe_hmm = 1;
+        } else if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) {
+            nsizes = 0;
+            for (char *t = strtok(argv[++i], ","); t && nsizes < 16; t = strtok(NULL, ","))
+                sizes[nsizes++] = parse_size(t);
+        }
+    }
+    gt_require_gpus("bounce_gpu", 2);
+    page = (size_t)sysconf(_SC_PAGESIZE);
+    if (do_probe) {
+        probe();
+        return 0;
+    }
+    if (do_probe_hmm)
+        return probe_hmm();
+    printf("bounce_gpu (%s cudart, %s stream)\n", P2PSHIM_CUDART, GT_STREAM_MODE);
+    if (strcmp(expect, "any") != 0) {
+        char err[256];
+        if (cupti_paths_init(err, sizeof err) != 0) {
+            printf("FAIL: cupti: %s\n", err);
+            return 1;
+        }
+    }
+    for (int d = 0; d < 2; d++) {
+        GT_CHECK(cudaSetDevice(d));
+        GT_CHECK(cudaMalloc(&dev_src[d], cap));
+        GT_CHECK(cudaMalloc(&dev_dst[d], cap));
+    }
+    want = (unsigned char *)malloc(cap + 64);
+    unsigned char *stage = (unsigned char *)malloc(cap + 64);
+    for (int i = 0; i < nsizes; i++) {
+        size_t n = sizes[i];
+        for (int async = 0; async < 2; async++)
+            for (int mode = 0; mode < 3; mode++) {
+                pair(stage, n, 0, 1, mode, async, 10 * (uint32_t)i + (uint32_t)mode);
+                pair(stage + 3, n - 3, 1, 0, mode, async, 10 * (uint32_t)i + 5);
+            }
+    }
+    /* One staging buffer, eight rounds, both directions. */
+    for (int r = 0; r < 8; r++)
+        pair(stage, (size_t)64 << 20, r % 2, 1 - r % 2, 0, r % 3 == 0, 200 + (uint32_t)r);
+    kernel_readers((size_t)64 << 20);
+    lifetimes((size_t)64 << 20);
+    pinned((size_t)64 << 20);
+    if (strcmp(expect, "any") != 0)
+        cupti_paths_shutdown();
+    printf("bounce_gpu: %d failure(s)\n", failures);
+    return failures ? 1 : 0;
+}
