@@ -23,6 +23,7 @@
 pthread_mutex_t bounce_mu = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t bounce_cv = PTHREAD_COND_INITIALIZER;
 size_t bounce_page = 4096;
+unsigned bounce_page_shift = 12;
 struct snap *bounce_head;
 _Atomic size_t bounce_count;
 _Atomic bool bounce_disabled;
@@ -94,7 +95,32 @@ void bounce_snap_free(struct snap *s)
 
 uint8_t *bounce_page_state(struct snap *s, uintptr_t addr)
 {
-    return &s->page[(addr - s->reg_lo) / bounce_page];
+    return &s->page[(addr - s->reg_lo) >> bounce_page_shift];
+}
+
+size_t bounce_index(const struct snap *s, uintptr_t addr)
+{
+    return (addr - s->reg_lo) >> bounce_page_shift;
+}
+
+void bounce_index_range(const struct snap *s, uintptr_t lo, uintptr_t hi, bool whole,
+                        size_t *i0, size_t *i1)
+{
+    const uintptr_t mask = bounce_page - 1;
+    lo = lo < s->reg_lo ? s->reg_lo : lo;
+    hi = hi > s->reg_hi ? s->reg_hi : hi;
+    if (hi <= lo) {
+        *i0 = *i1 = 0;
+        return;
+    }
+    uintptr_t a = whole ? (lo + mask) & ~mask : lo & ~mask;
+    uintptr_t b = whole ? hi & ~mask : (hi + mask) & ~mask;
+    if (b <= a) {
+        *i0 = *i1 = 0;
+        return;
+    }
+    *i0 = bounce_index(s, a);
+    *i1 = bounce_index(s, b);
 }
 
 /* ---- filling ------------------------------------------------------------ */
@@ -104,50 +130,54 @@ uint8_t *bounce_page_state(struct snap *s, uintptr_t addr)
  * lock not held. */
 void bounce_fill(struct snap *s, uintptr_t lo, uintptr_t hi, uintptr_t ex_lo, uintptr_t ex_hi)
 {
-    const size_t pg = bounce_page;
-    lo = lo < s->reg_lo ? s->reg_lo : lo;
-    hi = hi > s->reg_hi ? s->reg_hi : hi;
-    uintptr_t a = lo;
+    size_t i0, i1, x0 = 0, x1 = 0;
+    bounce_index_range(s, lo, hi, false, &i0, &i1);
+    if (ex_hi > ex_lo)
+        bounce_index_range(s, ex_lo, ex_hi, true, &x0, &x1);
+    uint8_t *st = s->page;
     pthread_mutex_lock(&bounce_mu);
-    while (a < hi) {
-        uint8_t *st = bounce_page_state(s, a);
-        bool skip = *st != PG_MISSING || (a >= ex_lo && a + pg <= ex_hi);
-        if (skip) {
-            a += pg;
+    size_t i = i0;
+    while (i < i1) {
+        if (i >= x0 && i < x1) {
+            i = x1; /* wholly inside the exclusion */
             continue;
         }
-        uintptr_t run = a;
-        while (a < hi && *bounce_page_state(s, a) == PG_MISSING &&
-               !(a >= ex_lo && a + pg <= ex_hi)) {
-            *bounce_page_state(s, a) = PG_BUSY;
-            a += pg;
+        if (st[i] != PG_MISSING) {
+            i++;
+            continue;
         }
+        size_t run = i, stop = i < x0 && x1 > x0 && x0 < i1 ? x0 : i1;
+        while (i < stop && st[i] == PG_MISSING)
+            st[i++] = PG_BUSY;
         pthread_mutex_unlock(&bounce_mu);
-        int r = bgpu_fill(&s->buf, run - s->host, run, a - run);
+        uintptr_t a = s->reg_lo + (run << bounce_page_shift);
+        size_t len = (i - run) << bounce_page_shift;
+        int r = bgpu_fill(&s->buf, a - s->host, a, len);
         if (r == 0) {
             /* The snapshot cannot be read back: nothing right to give.
              * Zero pages keep the program from hanging; say it loudly. */
             LOG_ERROR("bounce: cannot fill %zu bytes at %#lx from device %d; "
-                      "they read as zero", (size_t)(a - run), (unsigned long)run, s->buf.dev);
-            uffd_zero(run, a - run);
-            uffd_wake(run, a - run);
+                      "they read as zero", len, (unsigned long)a, s->buf.dev);
+            uffd_zero(a, len);
+            uffd_wake(a, len);
         }
         if (r > 0)
-            atomic_fetch_add(&bst_materialised, a - run);
+            atomic_fetch_add(&bst_materialised, len);
         pthread_mutex_lock(&bounce_mu);
-        for (uintptr_t p = run; p < a; p += pg) {
-            uint8_t *ps = bounce_page_state(s, p);
+        if (r > 0)
+            s->filled += i - run;
+        for (size_t p = run; p < i; p++) {
             if (r < 0) /* retried later: pages already there are skipped */
-                *ps = *ps == PG_BUSY ? PG_MISSING : PG_DIRTY;
+                st[p] = st[p] == PG_BUSY ? PG_MISSING : PG_DIRTY;
             else
-                *ps = (r > 0 && *ps == PG_BUSY) ? PG_CLEAN : PG_DIRTY;
+                st[p] = (r > 0 && st[p] == PG_BUSY) ? PG_CLEAN : PG_DIRTY;
         }
         pthread_cond_broadcast(&bounce_cv);
         if (r < 0) {
             /* The handler must read an event first: the faulting threads
              * fault again afterwards. */
             pthread_mutex_unlock(&bounce_mu);
-            uffd_wake(run, a - run);
+            uffd_wake(a, len);
             return;
         }
     }
@@ -156,13 +186,12 @@ void bounce_fill(struct snap *s, uintptr_t lo, uintptr_t hi, uintptr_t ex_lo, ui
         return;
     }
     /* Pages another thread is filling: done when it is. */
-    for (a = lo; a < hi;) {
-        uint8_t st = *bounce_page_state(s, a);
-        if (st == PG_BUSY || st == PG_BUSY_DIRTY) {
+    for (i = i0; i < i1;) {
+        if (st[i] == PG_BUSY || st[i] == PG_BUSY_DIRTY) {
             pthread_cond_wait(&bounce_cv, &bounce_mu);
             continue;
         }
-        a += pg;
+        i++;
     }
     pthread_mutex_unlock(&bounce_mu);
 }
@@ -203,19 +232,63 @@ void bounce_end(struct snap *s, bool fill, uintptr_t ex_lo, uintptr_t ex_hi)
     destroy(s);
 }
 
-bool bounce_handover(uintptr_t host, size_t bytes)
+/* The snapshot whose tracked pages are exactly those of [host,
+ * host+bytes), or NULL (lock held). */
+static struct snap *same_pages(uintptr_t host, size_t bytes)
 {
     const size_t pg = bounce_page;
     uintptr_t lo = (host + pg - 1) & ~(uintptr_t)(pg - 1);
     uintptr_t hi = (host + bytes) & ~(uintptr_t)(pg - 1);
-    pthread_mutex_lock(&bounce_mu);
+    if (hi <= lo)
+        return NULL;
     struct snap *s = bounce_head;
     while (s && !(s->reg_lo == lo && s->reg_hi == hi))
         s = s->next;
-    bool ok = s && s->lazy && s->ready && !s->ending && !s->gone && hi > lo;
+    return s;
+}
+
+enum bounce_history bounce_history(uintptr_t host, size_t bytes, unsigned *streak)
+{
+    enum bounce_history h = HIST_NONE;
+    pthread_mutex_lock(&bounce_mu);
+    struct snap *s = same_pages(host, bytes);
+    if (s != NULL && s->ready && !s->ending && !s->dma) {
+        if (s->lazy) {
+            h = s->read_first ? HIST_LAZY_READ : HIST_LAZY_UNREAD;
+        } else {
+            h = HIST_EAGER;
+            *streak = s->streak;
+        }
+    }
+    pthread_mutex_unlock(&bounce_mu);
+    return h;
+}
+
+bool bounce_handover(uintptr_t host, size_t bytes, bool lazy, bool dma)
+{
+    pthread_mutex_lock(&bounce_mu);
+    struct snap *s = same_pages(host, bytes);
+    bool ok = s && s->lazy == lazy && s->dma == dma && (lazy || dma) && s->ready &&
+              !s->ending && !s->gone;
     if (ok) {
         s->keep_reg = true;
         s->busy++;
+    }
+    size_t n = ok ? (s->reg_hi - s->reg_lo) >> bounce_page_shift : 0;
+    /* Eager: pages written since are protected again (they start clean in
+     * the new snapshot; a write racing with this D2H is the program's). */
+    for (size_t i = 0; !lazy && i < n;) {
+        if (s->page[i] == PG_CLEAN) {
+            i++;
+            continue;
+        }
+        size_t run = i;
+        while (i < n && s->page[i] != PG_CLEAN)
+            s->page[i++] = PG_CLEAN;
+        pthread_mutex_unlock(&bounce_mu);
+        uffd_protect(s->reg_lo + (run << bounce_page_shift), (i - run) << bounce_page_shift,
+                     true);
+        pthread_mutex_lock(&bounce_mu);
     }
     pthread_mutex_unlock(&bounce_mu);
     if (ok)
@@ -252,10 +325,11 @@ void bounce_end_overlapping(uintptr_t lo, uintptr_t hi, bool keep, bool setup)
             uintptr_t a = shared->reg_lo > plo ? shared->reg_lo : plo;
             uintptr_t b = shared->reg_hi < phi ? shared->reg_hi : phi;
             bool changed = false;
-            for (uintptr_t p = a; p < b; p += pg) {
-                uint8_t *st = bounce_page_state(shared, p);
-                if (*st == PG_CLEAN) {
-                    *st = PG_DIRTY;
+            size_t i0, i1;
+            bounce_index_range(shared, a, b, false, &i0, &i1);
+            for (size_t i = i0; i < i1; i++) {
+                if (shared->page[i] == PG_CLEAN) {
+                    shared->page[i] = PG_DIRTY;
                     changed = true;
                 }
             }
@@ -354,10 +428,11 @@ static void on_gone(uintptr_t start, uintptr_t end, bool unmapped)
         /* A REMOVE during setup is the setup's own MADV_DONTNEED. */
         if (s->reg_lo >= end || start >= s->reg_hi || s->ending || !s->ready)
             continue;
-        for (uintptr_t p = s->reg_lo; p < s->reg_hi; p += bounce_page)
-            if (p >= start && p < end && *bounce_page_state(s, p) != PG_BUSY_DIRTY)
-                *bounce_page_state(s, p) = *bounce_page_state(s, p) == PG_BUSY ? PG_BUSY_DIRTY
-                                                                                 : PG_DIRTY;
+        size_t i0, i1;
+        bounce_index_range(s, start, end, false, &i0, &i1);
+        for (size_t i = i0; i < i1; i++)
+            if (s->page[i] != PG_BUSY_DIRTY)
+                s->page[i] = s->page[i] == PG_BUSY ? PG_BUSY_DIRTY : PG_DIRTY;
         if (start <= s->reg_lo && s->reg_hi <= end && !s->gone) {
             s->gone = true;
             atomic_fetch_add(&gone_pending, 1);
@@ -405,9 +480,9 @@ static void on_moved(uintptr_t from, uintptr_t to, size_t len)
          * followed. Never seen from realloc (it moves whole mappings). */
         LOG_WARN("bounce: mremap moved part of a lazy host buffer (%#lx); "
                  "its pages there read as zero", (unsigned long)s->reg_lo);
-        for (uintptr_t p = s->reg_lo; p < s->reg_hi; p += bounce_page)
-            if (p >= from && p < from + len)
-                *bounce_page_state(s, p) = PG_DIRTY;
+        size_t i0, i1;
+        bounce_index_range(s, from, from + len, false, &i0, &i1);
+        memset(s->page + i0, PG_DIRTY, i1 - i0);
     }
     pthread_mutex_unlock(&bounce_mu);
 }
@@ -417,5 +492,6 @@ static void on_moved(uintptr_t from, uintptr_t to, size_t len)
 bool bounce_start(void)
 {
     bounce_page = (size_t)sysconf(_SC_PAGESIZE);
+    bounce_page_shift = (unsigned)__builtin_ctzl(bounce_page);
     return uffd_open(&ops);
 }

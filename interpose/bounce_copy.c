@@ -17,6 +17,9 @@
 
 /* Below this a snapshot costs more than the host copy it saves. */
 #define BOUNCE_MIN_BYTES ((size_t)64 << 10)
+/* Eager D2H copies in a row into a pageable buffer the CPU read, before
+ * the next one is lazy again (bounce_d2h). */
+#define EAGER_STREAK 8
 /* An H2D split into more pieces than this goes the normal way. */
 #define PIECES_MAX 16
 
@@ -35,8 +38,9 @@ static void once_body(void)
 enum how { HOW_NONE, HOW_LAZY, HOW_EAGER };
 
 static enum how decide(const void *host, size_t bytes, CUdeviceptr dev,
-                       struct owner_info *src)
+                       struct owner_info *src, bool *dma)
 {
+    *dma = false;
     const struct p2pshim_config *cfg = shim_config();
     if (cfg->mode != P2PSHIM_MODE_UPGRADE || cfg->bounce == P2PSHIM_BOUNCE_OFF ||
         atomic_load(&bounce_disabled) || bytes < BOUNCE_MIN_BYTES || bytes < cfg->min_bytes ||
@@ -56,6 +60,7 @@ static enum how decide(const void *host, size_t bytes, CUdeviceptr dev,
             return HOW_NONE;
         /* A kernel may write pinned memory behind the page tables: only
          * when asked for (auto cannot prove it unwritten). */
+        *dma = true;
         return cfg->bounce == P2PSHIM_BOUNCE_AUTO ? HOW_NONE : HOW_EAGER;
     }
     if (cfg->bounce == P2PSHIM_BOUNCE_EAGER)
@@ -72,7 +77,7 @@ static enum how decide(const void *host, size_t bytes, CUdeviceptr dev,
  * where a write could fault on a lazy or protected page. Only the pages
  * the range covers whole are tracked; partial head and tail pages hold
  * other data and are left alone (the host's). NULL when none are whole. */
-static struct snap *new_snap(uintptr_t host, size_t bytes, bool lazy)
+static struct snap *new_snap(uintptr_t host, size_t bytes, bool lazy, bool dma)
 {
     const size_t pg = bounce_page;
     uintptr_t lo = (host + pg - 1) & ~(uintptr_t)(pg - 1);
@@ -89,6 +94,7 @@ static struct snap *new_snap(uintptr_t host, size_t bytes, bool lazy)
     s->host = host;
     s->bytes = bytes;
     s->lazy = lazy;
+    s->dma = dma;
     s->reg_lo = lo;
     s->reg_hi = hi;
     s->page = (uint8_t *)(s + 1);
@@ -127,7 +133,7 @@ static void publish(struct snap *s)
 static bool lazy_d2h(const struct copy_call *call, bool sync, uintptr_t h, CUdeviceptr dev,
                      size_t n, int sdev, CUcontext ctx, bool handed)
 {
-    struct snap *s = new_snap(h, n, true);
+    struct snap *s = new_snap(h, n, true, false);
     if (s == NULL)
         return false;
     uintptr_t dlo = s->reg_lo, dhi = s->reg_hi;
@@ -180,21 +186,37 @@ static bool lazy_d2h(const struct copy_call *call, bool sync, uintptr_t h, CUdev
 
 /* Eager: the D2H runs, from the snapshot (so the host and the snapshot
  * hold the same bytes whatever else the stream carries); the range is
- * write-protected so that CPU writes mark pages dirty. */
+ * write-protected so that CPU writes mark pages dirty. Pinned memory (dma)
+ * is written by DMA, which ignores the protection: an async copy is
+ * protected before it is issued (a CPU write after it lands is seen),
+ * handed-over pages are protected already. Pageable memory is written by
+ * the driver with the CPU: protected once the copy is complete (a
+ * pageable D2H returns complete). */
 static bool eager_d2h(const struct copy_call *call, bool sync, uintptr_t h, CUdeviceptr dev,
-                      size_t n, int sdev, CUcontext ctx, CUresult *rc)
+                      size_t n, int sdev, CUcontext ctx, bool dma, bool handed,
+                      unsigned streak, CUresult *rc)
 {
-    struct snap *s = new_snap(h, n, false);
-    if (s == NULL)
+    struct snap *s = new_snap(h, n, false, dma);
+    if (s == NULL) {
+        if (handed)
+            uffd_unregister((h + bounce_page - 1) & ~(uintptr_t)(bounce_page - 1),
+                            ((h + n) & ~(uintptr_t)(bounce_page - 1)) -
+                                ((h + bounce_page - 1) & ~(uintptr_t)(bounce_page - 1)));
         return false;
+    }
+    s->streak = streak;
+    uintptr_t rlo = s->reg_lo;
+    size_t rlen = s->reg_hi - s->reg_lo;
     if (!bgpu_buffer_get(sdev, ctx, n, &s->buf)) {
+        if (handed)
+            uffd_unregister(rlo, rlen);
         bounce_snap_free(s);
         return false;
     }
     pthread_mutex_lock(&bounce_mu);
     bounce_link(s);
     pthread_mutex_unlock(&bounce_mu);
-    if (!uffd_register(s->reg_lo, s->reg_hi - s->reg_lo, false)) {
+    if (!handed && !uffd_register(rlo, rlen, false)) {
         LOG_DEBUG("bounce: host memory at %#lx refuses write-protection: no eager snapshot",
                   (unsigned long)h);
         discard(s, false);
@@ -206,15 +228,16 @@ static bool eager_d2h(const struct copy_call *call, bool sync, uintptr_t h, CUde
         discard(s, true);
         return false;
     }
-    /* An async copy lands later: protected before, DMA ignores it and a
-     * CPU write after it is seen. A sync one is done on return. */
-    if (!sync && !uffd_protect(s->reg_lo, s->reg_hi - s->reg_lo, true)) {
+    bool before = dma && !sync && !handed, after = !handed && !before;
+    if (before && !uffd_protect(rlo, rlen, true)) {
         bgpu_fence(call, false, &s->buf);
         discard(s, true);
         return false;
     }
     *rc = bgpu_dtoh(call, sync, (void *)h, s->buf.ptr, n);
-    if (*rc == CUDA_SUCCESS && sync && !uffd_protect(s->reg_lo, s->reg_hi - s->reg_lo, true))
+    if (*rc == CUDA_SUCCESS && !dma)
+        *rc = bgpu_fence(call, true, NULL);
+    if (*rc == CUDA_SUCCESS && after && !uffd_protect(rlo, rlen, true))
         *rc = CUDA_ERROR_UNKNOWN; /* untracked: the copy stands, no snapshot */
     if (*rc != CUDA_SUCCESS) {
         bgpu_fence(call, false, &s->buf);
@@ -232,7 +255,8 @@ bool bounce_d2h(const struct copy_call *call, bool sync, void *host, CUdeviceptr
                 size_t bytes, CUresult *rc)
 {
     struct owner_info src;
-    enum how how = decide(host, bytes, dev, &src);
+    bool dma;
+    enum how how = decide(host, bytes, dev, &src, &dma);
     CUcontext ctx = src.ctx;
     if (how != HOW_NONE && ctx == NULL) {
         /* Pool or mapped memory: the issuing context, if it is the device's. */
@@ -250,11 +274,28 @@ bool bounce_d2h(const struct copy_call *call, bool sync, void *host, CUdeviceptr
     uintptr_t h = (uintptr_t)host;
     uffd_barrier();
     bounce_reap();
-    bool handed = how == HOW_LAZY && bounce_handover(h, bytes);
+    /* Auto over pageable memory: a buffer the CPU read last time (most of
+     * its lazy pages materialised) is written eagerly, for up to
+     * EAGER_STREAK copies in a row, then lazily again to look anew:
+     * filling pages on demand costs more than the D2H it saves when the
+     * program reads them all. */
+    unsigned streak = 0;
+    if (how == HOW_LAZY && shim_config()->bounce == P2PSHIM_BOUNCE_AUTO) {
+        enum bounce_history hist = bounce_history(h, bytes, &streak);
+        if (hist == HIST_LAZY_READ)
+            how = HOW_EAGER, streak = 1;
+        else if (hist == HIST_EAGER && streak < EAGER_STREAK)
+            how = HOW_EAGER, streak++;
+        else
+            streak = 0;
+    }
+    bool lazy = how == HOW_LAZY;
+    bool handed = (lazy || dma) && bounce_handover(h, bytes, lazy, dma);
     bounce_end_overlapping(h, h + bytes, false, true);
     *rc = CUDA_SUCCESS;
-    bool done = how == HOW_LAZY ? lazy_d2h(call, sync, h, dev, bytes, src.device, ctx, handed)
-                                : eager_d2h(call, sync, h, dev, bytes, src.device, ctx, rc);
+    bool done = lazy ? lazy_d2h(call, sync, h, dev, bytes, src.device, ctx, handed)
+                     : eager_d2h(call, sync, h, dev, bytes, src.device, ctx, dma, handed, streak,
+                                 rc);
     if (!done)
         atomic_fetch_add(&bst_fallbacks, 1);
     return done;
@@ -299,40 +340,72 @@ static bool link_for(const struct copy_call *call, const struct snap *s,
 /* Splits [h, h+n) into pieces from snapshots and from the host. false
  * when it cannot be served (too many pieces, or host pieces over lazy
  * pages); pins the snapshots used (unpinned by the caller). */
+static bool add_piece(struct piece *pc, int *np, struct snap *who, uintptr_t lo,
+                      uintptr_t hi)
+{
+    if (*np > 0 && pc[*np - 1].s == who && pc[*np - 1].hi == lo) {
+        pc[*np - 1].hi = hi;
+        return true;
+    }
+    if (*np == PIECES_MAX)
+        return false;
+    pc[(*np)++] = (struct piece){who, lo, hi};
+    if (who != NULL)
+        who->busy++;
+    return true;
+}
+
+/* Whether a page in state st can come from the snapshot, and whether the
+ * driver could read it at all (a missing page would fault in the driver). */
+static bool servable(uint8_t st)
+{
+    return st == PG_MISSING || st == PG_CLEAN || st == PG_BUSY;
+}
+
 static bool plan(uintptr_t h, size_t n, struct piece *pc, int *np, int dst_dev)
 {
     const size_t pg = bounce_page;
     const struct p2pshim_config *cfg = shim_config();
     uintptr_t a = h, end = h + n;
-    bool any = false, ok = true;
+    bool any = false;
     *np = 0;
-    while (a < end && ok) {
+    while (a < end) {
         struct snap *s = bounce_find(a, true); /* a tracked (whole) page */
-        uintptr_t pe = (a & ~(uintptr_t)(pg - 1)) + pg;
-        pe = pe < end ? pe : end;
-        bool use = false;
-        if (s != NULL) {
-            uint8_t st = *bounce_page_state(s, a);
-            bool allowed = s->buf.dev == dst_dev || cfg->pair_allowed[s->buf.dev][dst_dev];
-            use = s->ready && !s->ending && allowed &&
-                  (st == PG_MISSING || st == PG_CLEAN || st == PG_BUSY);
-            if (!use && (st == PG_MISSING || st == PG_BUSY || !s->ready))
-                ok = false; /* the driver would fault on it */
+        if (s == NULL) {
+            /* Host bytes up to the next tracked page of any snapshot. */
+            uintptr_t next = end;
+            for (struct snap *t = bounce_head; t; t = t->next)
+                if (t->reg_lo > a && t->reg_lo < next)
+                    next = t->reg_lo;
+            if (!add_piece(pc, np, NULL, a, next))
+                return false;
+            a = next;
+            continue;
         }
-        struct snap *who = use ? s : NULL;
-        if (*np > 0 && pc[*np - 1].s == who && pc[*np - 1].hi == a) {
-            pc[*np - 1].hi = pe;
-        } else if (*np == PIECES_MAX) {
-            ok = false;
-        } else {
-            pc[(*np)++] = (struct piece){who, a, pe};
-            if (who != NULL)
-                who->busy++;
+        bool usable = s->ready && !s->ending &&
+                      (s->buf.dev == dst_dev || cfg->pair_allowed[s->buf.dev][dst_dev]);
+        /* A run of pages of s in one class, in page indices. */
+        size_t i = bounce_index(s, a), last = bounce_index(s, s->reg_hi);
+        uintptr_t stop_at = end < s->reg_hi ? end : s->reg_hi;
+        bool use = usable && servable(s->page[i]);
+        if (!use && (!s->ready || s->page[i] == PG_MISSING || s->page[i] == PG_BUSY))
+            return false; /* the driver would fault on it */
+        size_t j = i + 1;
+        while (j < last) {
+            uint8_t st = s->page[j];
+            if ((usable && servable(st)) != use ||
+                (!use && (st == PG_MISSING || st == PG_BUSY)))
+                break;
+            j++;
         }
+        uintptr_t run_end = (a & ~(uintptr_t)(pg - 1)) + ((j - i) << bounce_page_shift);
+        run_end = run_end < stop_at ? run_end : stop_at;
+        if (!add_piece(pc, np, use ? s : NULL, a, run_end))
+            return false;
         any = any || use;
-        a = pe;
+        a = run_end;
     }
-    return ok && any;
+    return any;
 }
 
 static void unpin(struct piece *pc, int np, bool touch)
@@ -377,6 +450,13 @@ bool bounce_h2d(const struct copy_call *call, bool sync, CUdeviceptr dst, const 
     atomic_fetch_add(&bst_seen, 1);
     pthread_mutex_lock(&bounce_mu);
     bool ok = plan(h, bytes, pc, &np, d.device);
+    for (int i = 0; ok && i < np; i++) {
+        struct snap *s = pc[i].s;
+        if (s != NULL && !s->h2d_seen) {
+            s->h2d_seen = true;
+            s->read_first = s->filled * 2 > (s->reg_hi - s->reg_lo) >> bounce_page_shift;
+        }
+    }
     pthread_mutex_unlock(&bounce_mu);
     for (int i = 0; ok && i < np; i++)
         if (pc[i].s != NULL && !link_for(call, pc[i].s, &d, bytes))

@@ -42,6 +42,11 @@ struct snap {
     size_t bytes;
     struct dbuf buf;            /* holds [host, host+bytes) */
     bool lazy;
+    bool dma;                   /* pinned/registered host memory: the GPU writes it by DMA */
+    unsigned streak;            /* eager pageable: D2H copies in a row kept eager */
+    size_t filled;              /* lazy: pages materialised from the snapshot */
+    bool h2d_seen;              /* an H2D has been served from it */
+    bool read_first;            /* most pages were materialised before that H2D */
     bool ready;                 /* set up; before that faults wait, REMOVE is ours */
     bool ending;                /* being ended: no new users; still registered */
     bool gone;                  /* its memory was unmapped or dropped: to be ended */
@@ -59,6 +64,7 @@ struct snap {
 extern pthread_mutex_t bounce_mu;
 extern pthread_cond_t bounce_cv;
 extern size_t bounce_page;
+extern unsigned bounce_page_shift; /* log2(bounce_page) */
 
 /* Counters (bounce_stats order). */
 extern _Atomic uint64_t bst_d2h_lazy, bst_d2h_eager, bst_seen, bst_upgraded,
@@ -139,6 +145,11 @@ void bounce_link(struct snap *s);      /* at the head (most recent) */
 void bounce_unlink(struct snap *s);
 void bounce_touch(struct snap *s);     /* moves it to the head */
 uint8_t *bounce_page_state(struct snap *s, uintptr_t addr);
+/* Page indices of s for the tracked pages in [lo, hi) (clamped; partial
+ * pages at either end excluded when whole, included otherwise). */
+size_t bounce_index(const struct snap *s, uintptr_t addr);
+void bounce_index_range(const struct snap *s, uintptr_t lo, uintptr_t hi, bool whole,
+                        size_t *i0, size_t *i1);
 void bounce_snap_free(struct snap *s); /* its memory (no lock needed) */
 
 /* Without bounce_mu: */
@@ -163,10 +174,23 @@ void bounce_end(struct snap *s, bool fill, uintptr_t ex_lo, uintptr_t ex_hi);
  * are left to their owner (never wait for oneself: the driver frees
  * memory inside a D2H being set up). */
 void bounce_end_overlapping(uintptr_t lo, uintptr_t hi, bool keep, bool setup);
-/* A D2H over exactly the pages of a lazy snapshot (a staging buffer
- * reused): that snapshot ends, its registration handed over (no new
- * registration, no new look at /proc/self/maps). true when handed. */
-bool bounce_handover(uintptr_t host, size_t bytes);
+/* A D2H over exactly the pages of a snapshot of the same kind (a staging
+ * buffer reused; eager: over pinned memory only): that snapshot ends, its
+ * registration handed over (no new registration, no new look at
+ * /proc/self/maps; eager: every page write-protected again, so the new
+ * one starts clean). true when handed. */
+bool bounce_handover(uintptr_t host, size_t bytes, bool lazy, bool dma);
+
+/* What the snapshot over exactly the pages of [host, host+bytes) says of
+ * how the program used the buffer last time (none: no such snapshot). */
+enum bounce_history {
+    HIST_NONE,
+    HIST_LAZY_UNREAD, /* lazy, not read before the H2D that used it */
+    HIST_LAZY_READ,   /* lazy, most pages materialised before the first H2D
+                       * from it: the CPU read the buffer in between */
+    HIST_EAGER,       /* eager over pageable memory (*streak in a row) */
+};
+enum bounce_history bounce_history(uintptr_t host, size_t bytes, unsigned *streak);
 /* Evicts the least recently used snapshot of dev (filling its lazy pages
  * first). false when dev holds none. */
 bool bounce_evict_one(int dev);

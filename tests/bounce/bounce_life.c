@@ -170,6 +170,17 @@ static void case_pinned(void)
     h[PG * 7 + 3] = 0x42;
     want[PG * 7 + 3] = 0x42;
     h2d_check(h, n, "pinned written");
+    /* Again over the same pages (the snapshot handed over: the page
+     * written above must be protected again), then the same page written. */
+    for (unsigned round = 0; round < 2; round++) {
+        d2h(h, n, 564 + round);
+        memcpy(want, pat, n);
+        if (round == 1) {
+            h[PG * 7 + 5] = 0x43;
+            want[PG * 7 + 5] = 0x43;
+        }
+        h2d_check(h, n, round ? "pinned rewritten, written again" : "pinned rewritten");
+    }
     PL_OK(cuMemFreeHost(pinned));
 
     unsigned char *r = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

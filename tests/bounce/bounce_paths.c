@@ -43,9 +43,12 @@ static void line(const char *what, const unsigned char *h, size_t n, CUdeviceptr
 static void flavours(void)
 {
     size_t n = N;
-    unsigned char *h = buffer(n) + 1, *want = buffer(n), *p = buffer(n);
+    /* One buffer per case: a buffer read between the copies is written
+     * eagerly next time (adaptive(), below checks that). */
+    unsigned char *hs[2] = {buffer(n) + 1, buffer(n) + 1}, *want = buffer(n), *p = buffer(n);
     for (int k = 0; k < BT_FLAVOURS; k++) {
         for (int touch = 0; touch < 2; touch++) {
+            unsigned char *h = hs[touch];
             char what[96];
             snprintf(what, sizeof what, "flavour %s %s", fl0[k].name,
                      touch ? "read in between" : "untouched");
@@ -75,8 +78,58 @@ static void flavours(void)
             line(what, h, n, dst1, n);
         }
     }
-    free(h - 1);
+    free(hs[0] - 1);
+    free(hs[1] - 1);
     free(want);
+    free(p);
+}
+
+/* 1b. A staging loop whose program reads the buffer between the copies:
+ * the first round is lazy (every page filled on demand), the next ones
+ * eager (the D2H writes the host as usual; the H2D still comes from the
+ * snapshot), until a lazy round looks again (P2PSHIM bounce_copy.c's
+ * EAGER_STREAK, 8); a round that stops reading goes back to lazy after
+ * that look. Bytes right in every round. */
+static void adaptive(void)
+{
+    size_t n = (size_t)512 << 10;
+    unsigned char *h = buffer(n), *p = buffer(n);
+    for (int i = 0; i < 20; i++) {
+        char what[64];
+        bool read = i < 10;
+        snprintf(what, sizeof what, "adaptive round %d (%s)", i, read ? "read" : "untouched");
+        bt_pattern(p, n, 300 + i);
+        bt_set_dev(src0, p, n);
+        struct standin_stats s0;
+        standin_get_stats(&s0);
+        pl_use(bt_env.ctx[0]);
+        PL_OK(cuMemcpyDtoH_v2(h, src0, n));
+        struct bt_paths after_d2h;
+        bt_paths_since(&s0, &after_d2h);
+        if (read)
+            bt_check_host(h, p, n, what);
+        pl_use(bt_env.ctx[1]);
+        PL_OK(cuMemcpyHtoD_v2(dst1, h, n));
+        pl_use(bt_env.ctx[0]);
+        struct bt_paths all;
+        bt_paths_since(&s0, &all);
+        /* 0 lazy, read; 1-8 eager; 9 the look (lazy, read); 10-17 eager
+         * (no reads, unseen); 18 the look (lazy, unread); 19 lazy. */
+        bool eager = (i >= 1 && i <= 8) || (i >= 10 && i <= 17);
+        if (bt_shim && !getenv("BT_NO_BOUNCE")) {
+            /* The partial head and tail pages go through the host either way. */
+            PL_EXPECT(eager ? after_d2h.d2h_bytes >= n - 2 * PG : after_d2h.d2h_bytes <= 2 * PG,
+                      "%s: the D2H moved %llu bytes to the host, expected %s", what,
+                      (unsigned long long)after_d2h.d2h_bytes, eager ? "all (eager)" : "none (lazy)");
+            PL_EXPECT(all.h2d_bytes <= 2 * PG && all.dev_bytes >= n - 2 * PG,
+                      "%s: the H2D moved %llu bytes from the host, %llu device to device",
+                      what, (unsigned long long)all.h2d_bytes,
+                      (unsigned long long)all.dev_bytes);
+        }
+        bt_check_dev(dst1, p, n, what);
+        line(what, h, n, dst1, n);
+    }
+    free(h);
     free(p);
 }
 
@@ -265,6 +318,7 @@ int main(int argc, char **argv)
     fl0 = bt_flavours(bt_env.ctx[0]);
     fl1 = bt_flavours(bt_env.ctx[1]);
     flavours();
+    adaptive();
     loop();
     partial();
     writes();
