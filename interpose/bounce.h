@@ -74,6 +74,17 @@ void bounce_host_keep(const void *host, size_t bytes);
  * whose range starts at host, if any. */
 void bounce_host_release(const void *host, size_t bytes);
 
+/* GPU work was issued that may write host memory through a mapped
+ * pointer the shim cannot see (a kernel, a graph, a stream memory
+ * operation): eager snapshots taken before it no longer vouch for their
+ * pages (their H2D goes the normal way). One relaxed load when no
+ * snapshot exists. */
+void bounce_gpu_work(void);
+
+/* The GPU is about to write [dst, dst+bytes) (a memset): the snapshots
+ * over it end. */
+void bounce_gpu_writes(CUdeviceptr dst, size_t bytes);
+
 /* A context reset or destroyed (ctx NULL with dev >= 0: every context of
  * dev): snapshots held there are materialised and freed first. */
 void bounce_ctx_gone(CUcontext ctx, int dev);

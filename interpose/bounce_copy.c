@@ -58,10 +58,10 @@ static enum how decide(const void *host, size_t bytes, CUdeviceptr dev,
         if ((h.kind != MEM_KIND_HOST_PINNED && h.kind != MEM_KIND_HOST_REGISTERED) ||
             (uintptr_t)host - h.base + bytes > h.size)
             return HOW_NONE;
-        /* A kernel may write pinned memory behind the page tables: only
-         * when asked for (auto cannot prove it unwritten). */
+        /* Written by DMA behind the page tables: eager, its snapshot good
+         * only until GPU work that could write it is issued (wrap_work.c). */
         *dma = true;
-        return cfg->bounce == P2PSHIM_BOUNCE_AUTO ? HOW_NONE : HOW_EAGER;
+        return HOW_EAGER;
     }
     if (cfg->bounce == P2PSHIM_BOUNCE_EAGER)
         return HOW_EAGER;
@@ -205,6 +205,7 @@ static bool eager_d2h(const struct copy_call *call, bool sync, uintptr_t h, CUde
         return false;
     }
     s->streak = streak;
+    s->gen = atomic_load_explicit(&bounce_work_gen, memory_order_relaxed);
     uintptr_t rlo = s->reg_lo;
     size_t rlen = s->reg_hi - s->reg_lo;
     if (!bgpu_buffer_get(sdev, ctx, n, &s->buf)) {
@@ -382,7 +383,11 @@ static bool plan(uintptr_t h, size_t n, struct piece *pc, int *np, int dst_dev)
             a = next;
             continue;
         }
+        /* An eager snapshot vouches for its pages only until GPU work that
+         * could write them behind the page tables was issued. */
         bool usable = s->ready && !s->ending &&
+                      (s->lazy || s->gen == atomic_load_explicit(&bounce_work_gen,
+                                                                 memory_order_relaxed)) &&
                       (s->buf.dev == dst_dev || cfg->pair_allowed[s->buf.dev][dst_dev]);
         /* A run of pages of s in one class, in page indices. */
         size_t i = bounce_index(s, a), last = bounce_index(s, s->reg_hi);

@@ -44,6 +44,7 @@ struct snap {
     bool lazy;
     bool dma;                   /* pinned/registered host memory: the GPU writes it by DMA */
     unsigned streak;            /* eager pageable: D2H copies in a row kept eager */
+    uint64_t gen;               /* eager: bounce_work_gen before its D2H was issued */
     size_t filled;              /* lazy: pages materialised from the snapshot */
     bool h2d_seen;              /* an H2D has been served from it */
     bool read_first;            /* most pages were materialised before that H2D */
@@ -135,6 +136,7 @@ bool bgpu_pageable_access(void);
 extern struct snap *bounce_head;
 extern _Atomic size_t bounce_count;    /* snapshots listed: the fast-path test */
 extern _Atomic bool bounce_disabled;   /* after fork (child) and at exit */
+extern _Atomic uint64_t bounce_work_gen; /* GPU work issued (bounce_gpu_work) */
 
 /* The snapshot whose host range (registered pages, when registered)
  * holds addr, or NULL. */

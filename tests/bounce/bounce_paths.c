@@ -133,6 +133,56 @@ static void adaptive(void)
     free(p);
 }
 
+/* 1c. Pinned memory (auto: eager). The D2H moves every byte to the host
+ * as usual and the H2D comes from the snapshot while nothing could have
+ * written the buffer behind its page tables; a memset of the pinned
+ * buffer (the stand-in, like the GPU, writes it by "DMA", unseen by the
+ * write protection) must reach the H2D; one of device memory changes
+ * nothing. */
+static void pinned_eager(void)
+{
+    size_t n = (size_t)512 << 10;
+    void *hp = NULL;
+    unsigned char *p = buffer(n);
+    pl_use(bt_env.ctx[0]);
+    PL_OK(cuMemHostAlloc(&hp, n, 0));
+    unsigned char *h = hp;
+    for (int i = 0; i < 4; i++) {
+        static const char *names[4] = {"pinned", "pinned again", "pinned, memset of it between",
+                                       "pinned, memset of device memory between"};
+        bt_pattern(p, n, 400 + i);
+        bt_set_dev(src0, p, n);
+        struct standin_stats s0;
+        standin_get_stats(&s0);
+        pl_use(bt_env.ctx[0]);
+        PL_OK(cuMemcpyDtoH_v2(h, src0, n));
+        if (i == 2) {
+            PL_OK(cuMemsetD8_v2((CUdeviceptr)(uintptr_t)(h + 3 * PG), 0xA5, 2 * PG + 7));
+            memset(p + 3 * PG, 0xA5, 2 * PG + 7);
+        }
+        if (i == 3)
+            PL_OK(cuMemsetD8_v2(dst0, 0x11, n));
+        pl_use(bt_env.ctx[1]);
+        PL_OK(cuMemcpyHtoD_v2(dst1, h, n));
+        pl_use(bt_env.ctx[0]);
+        struct bt_paths all;
+        bt_paths_since(&s0, &all);
+        bool served = i != 2;
+        if (bt_shim && !getenv("BT_NO_BOUNCE") && !getenv("BT_NO_EAGER")) {
+            PL_EXPECT(all.d2h_bytes == n, "%s: D2H moved %llu bytes, expected %zu", names[i],
+                      (unsigned long long)all.d2h_bytes, n);
+            PL_EXPECT(served ? all.h2d_bytes == 0 : all.h2d_bytes == n,
+                      "%s: the H2D moved %llu bytes from the host, expected %s", names[i],
+                      (unsigned long long)all.h2d_bytes, served ? "none" : "all");
+        }
+        bt_check_dev(dst1, p, n, names[i]);
+        bt_check_host(h, p, n, names[i]);
+        line(names[i], h, n, dst1, n);
+    }
+    PL_OK(cuMemFreeHost(hp));
+    free(p);
+}
+
 /* 2. One staging buffer, both directions, six rounds. */
 static void loop(void)
 {
@@ -319,6 +369,7 @@ int main(int argc, char **argv)
     fl1 = bt_flavours(bt_env.ctx[1]);
     flavours();
     adaptive();
+    pinned_eager();
     loop();
     partial();
     writes();

@@ -171,9 +171,9 @@ int main(int argc, char **argv)
     CUresult (*alloc)(CUdeviceptr *, size_t) =
         FN(CUresult(*)(CUdeviceptr *, size_t), "cuMemAlloc", 3020, 0, 1);
     CUresult (*memset_legacy)(CUdeviceptr, unsigned char, size_t, CUstream) =
-        FN(CUresult(*)(CUdeviceptr, unsigned char, size_t, CUstream), "cuMemsetD8Async", 3020, 0, 0);
+        FN(CUresult(*)(CUdeviceptr, unsigned char, size_t, CUstream), "cuMemsetD8Async", 3020, 0, 1);
     CUresult (*memset_pt)(CUdeviceptr, unsigned char, size_t, CUstream) =
-        FN(CUresult(*)(CUdeviceptr, unsigned char, size_t, CUstream), "cuMemsetD8Async", 7000, PT, 0);
+        FN(CUresult(*)(CUdeviceptr, unsigned char, size_t, CUstream), "cuMemsetD8Async", 7000, PT, 1);
     if (!init || !retain || !set_cur || !alloc || !memset_legacy || !memset_pt)
         return 1;
     CUcontext c[2];

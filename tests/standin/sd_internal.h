@@ -152,6 +152,9 @@ struct sd_alloc {
     CUmemAccess_flags access[SD_MAX_DEV];   /* SD_MEM_VMM: cuMemSetAccess */
     unsigned flags;
     uint64_t buffer_id;
+    char *dma_view;       /* SD_MEM_PINNED: a second mapping of the same pages,
+                           * through which the "GPU" writes (DMA bypasses the
+                           * program's page tables, its protections included) */
 };
 #define SD_ARENA_MANAGED SD_MAX_DEV
 
@@ -262,6 +265,9 @@ void *sd_map_hinted(uintptr_t hint, size_t size, int prot);
 void sd_arenas_map(void);
 void sd_arenas_unmap(void);
 struct sd_alloc *sd_lookup(uintptr_t p);
+/* Where the "GPU" writes n bytes at p: pinned memory through its DMA view,
+ * anything else in place. */
+char *sd_dma_dst(char *p, size_t n);
 /* Finds the allocation holding [p, p+n); NULL if none holds it all. */
 struct sd_alloc *sd_lookup_span(uintptr_t p, size_t n);
 void sd_free_ctx_allocs(struct CUctx_st *c);

@@ -112,6 +112,15 @@ struct sd_alloc *sd_insert_alloc(const struct sd_alloc *a)
     return &sd.allocs[i];
 }
 
+char *sd_dma_dst(char *p, size_t n)
+{
+    struct sd_alloc *a = sd_lookup((uintptr_t)p);
+    if (a == NULL || a->kind != SD_MEM_PINNED || a->dma_view == NULL ||
+        (uintptr_t)p + n > a->base + a->footprint)
+        return p;
+    return a->dma_view + ((uintptr_t)p - a->base);
+}
+
 /* Drops the record and what backs it (arena space, a host mapping). The
  * caller has flushed pending work that could touch it. */
 void sd_remove_alloc(struct sd_alloc *a)
@@ -124,6 +133,8 @@ void sd_remove_alloc(struct sd_alloc *a)
             madvise((void *)a->base, a->footprint, MADV_DONTNEED);
     } else if (a->kind == SD_MEM_PINNED) {
         munmap((void *)a->base, a->footprint);
+        if (a->dma_view)
+            munmap(a->dma_view, a->footprint);
     }
     size_t i = (size_t)(a - sd.allocs);
     memmove(&sd.allocs[i], &sd.allocs[i + 1], (sd.nallocs - i - 1) * sizeof *sd.allocs);
@@ -311,10 +322,26 @@ static CUresult host_alloc(void **pp, size_t size, unsigned flags)
         return r;
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     size_t fp = (size + page - 1) & ~(page - 1);
-    void *p = mmap(NULL, fp, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
+    /* A shared mapping, as the real driver's (/dev/zero, shared), mapped
+     * twice: the program's view and the DMA view the copies write. */
+    int fd = memfd_create("standin-pinned", MFD_CLOEXEC);
+    if (fd < 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
+    void *p = MAP_FAILED, *view = MAP_FAILED;
+    if (ftruncate(fd, (off_t)fp) == 0) {
+        p = mmap(NULL, fp, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        view = mmap(NULL, fp, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    }
+    close(fd);
+    if (p == MAP_FAILED || view == MAP_FAILED) {
+        if (p != MAP_FAILED)
+            munmap(p, fp);
+        if (view != MAP_FAILED)
+            munmap(view, fp);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
     struct sd_alloc a = {0};
+    a.dma_view = view;
     a.base = (uintptr_t)p;
     a.size = size;
     a.footprint = fp;
@@ -325,6 +352,7 @@ static CUresult host_alloc(void **pp, size_t size, unsigned flags)
     a.flags = flags;
     if (!sd_insert_alloc(&a)) {
         munmap(p, fp);
+        munmap(view, fp);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     *pp = p;

@@ -156,16 +156,23 @@ static void exec_copy(const struct sd_xfer *x)
     const char *src = x->snapshot ? x->snapshot : x->src;
     size_t spitch = x->snapshot ? x->width : x->spitch;
     size_t sslice = x->snapshot ? x->width * x->height : x->sslice;
+    size_t span = x->depth && x->height
+                      ? (x->depth - 1) * x->dslice + (x->height - 1) * x->dpitch + x->width
+                      : 0;
+    char *dst = sd_dma_dst(x->dst, span);
     for (size_t z = 0; z < x->depth; z++)
         for (size_t y = 0; y < x->height; y++)
-            memmove(x->dst + z * x->dslice + y * x->dpitch,
+            memmove(dst + z * x->dslice + y * x->dpitch,
                     src + z * sslice + y * spitch, x->width);
 }
 
 static void exec_memset(const struct sd_op *op)
 {
+    size_t span = op->mheight ? (op->mheight - 1) * op->mpitch + op->mwidth * (size_t)op->melem
+                              : 0;
+    char *dst = sd_dma_dst(op->mdst, span);
     for (size_t y = 0; y < op->mheight; y++) {
-        char *row = op->mdst + y * op->mpitch;
+        char *row = dst + y * op->mpitch;
         if (op->melem == 1) {
             memset(row, (int)(op->mvalue & 0xff), op->mwidth);
         } else if (op->melem == 2) {
