@@ -1,9 +1,11 @@
 #!/bin/sh
 # bounce_run.sh BUILD_DIR [OUT.jsonl]: issue 4's measurements, side by side
 # in one run: bouncebench (pageable and pinned, untouched and read in
-# between, 4 KiB to 256 MiB) and PyTorch's x.cpu().to('cuda:1'), without the
-# shim, with it (default P2PSHIM_BOUNCE=auto) and with P2PSHIM_BOUNCE=lazy
-# (which also bounces pinned memory eagerly).
+# between, 4 KiB to 256 MiB) without the shim, with it (default
+# P2PSHIM_BOUNCE=auto) and the ceiling (--direct: the program rewritten to
+# snapshot and copy peer to peer itself), static and shared cudart; then
+# PyTorch's x.cpu().to('cuda:1') without and with the shim. Prints the
+# criteria last (bounce_report.py).
 set -u
 build=${1:?usage: bounce_run.sh BUILD_DIR [OUT.jsonl]}
 out=${2:-bounce.jsonl}
@@ -14,11 +16,11 @@ for kind in static shared; do
     b=$build/tools/p2pbench/bouncebench_$kind
     "$b" --label noshim --json "$out" || exit 1
     LD_PRELOAD=$shim P2PSHIM_LOG=info "$b" --label shim --json "$out" || exit 1
-    LD_PRELOAD=$shim P2PSHIM_LOG=info P2PSHIM_BOUNCE=lazy "$b" --label shim-lazy \
-        --json "$out" || exit 1
+    "$b" --label direct --direct --json "$out" || exit 1
 done
 if python3 -c "import torch" 2>/dev/null; then
     python3 "$here/bounce_torch.py" --label noshim --json "$out"
     LD_PRELOAD=$shim P2PSHIM_LOG=info python3 "$here/bounce_torch.py" --label shim --json "$out"
 fi
 echo "results: $out"
+python3 "$here/bounce_report.py" "$out"

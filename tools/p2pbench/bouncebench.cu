@@ -7,7 +7,13 @@
  *
  *   bouncebench [--pair A,B] [--sizes 4K,64K,1M,16M,256M] [--memory pageable,pinned]
  *               [--touch none,read] [--reps N] [--warmup N] [--label TEXT]
- *               [--json FILE]
+ *               [--json FILE] [--direct]
+ *
+ * --direct: the ceiling, what a program rewritten for it would do: a
+ * snapshot of the source on device A (cudaMemcpy device to device) and
+ * one peer copy to B with peer access enabled by the program; the host
+ * buffer is not used ("read" then reads the snapshot back to the host
+ * first, as such a program would have to).
  *
  * One line per (memory, touch, size): the median over --reps of the host
  * wall time of the pair (both copies synchronous, so complete), its
@@ -98,6 +104,7 @@ int main(int argc, char **argv)
     int nsizes = 5;
     int mem_pageable = 1, mem_pinned = 1, touch_none = 1, touch_read = 1;
     const char *label = "", *json = NULL;
+    int direct = 0;
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : "";
         if (strcmp(argv[i], "--pair") == 0 && sscanf(v, "%d,%d", &a, &b) == 2) {
@@ -126,6 +133,8 @@ int main(int argc, char **argv)
         } else if (strcmp(argv[i], "--label") == 0) {
             label = v;
             i++;
+        } else if (strcmp(argv[i], "--direct") == 0) {
+            direct = 1;
         } else if (strcmp(argv[i], "--json") == 0) {
             json = v;
             i++;
@@ -154,6 +163,14 @@ int main(int argc, char **argv)
     const uint32_t seed = 4242;
     CK(p2pk_fill(src, cap, seed, cudaStreamLegacy));
     CK(cudaDeviceSynchronize());
+    void *snap = NULL;
+    if (direct) {
+        CK(cudaMalloc(&snap, cap));
+        CK(cudaDeviceEnablePeerAccess(b, 0));
+        CK(cudaSetDevice(b));
+        CK(cudaDeviceEnablePeerAccess(a, 0));
+        CK(cudaSetDevice(a));
+    }
     FILE *jf = json ? fopen(json, "a") : NULL;
     int bad = 0;
     printf("bouncebench %s (%s cudart) %d->%d, %d reps\n", label, P2PSHIM_CUDART, a, b, reps);
@@ -176,13 +193,21 @@ int main(int argc, char **argv)
                 for (int r = -warmup; r < reps; r++) {
                     CK(cudaSetDevice(a));
                     double t0 = now_ms();
-                    CK(cudaMemcpy(h, src, n, cudaMemcpyDeviceToHost));
+                    if (direct)
+                        CK(cudaMemcpy(snap, src, n, cudaMemcpyDeviceToDevice));
+                    else
+                        CK(cudaMemcpy(h, src, n, cudaMemcpyDeviceToHost));
                     double t1 = now_ms();
+                    if (t && direct)
+                        CK(cudaMemcpy(h, snap, n, cudaMemcpyDeviceToHost));
                     if (t)
                         read_all(h, n);
                     CK(cudaSetDevice(b));
                     double t2 = now_ms();
-                    CK(cudaMemcpy(dst, h, n, cudaMemcpyHostToDevice));
+                    if (direct)
+                        CK(cudaMemcpyPeer(dst, b, snap, a, n));
+                    else
+                        CK(cudaMemcpy(dst, h, n, cudaMemcpyHostToDevice));
                     double t3 = now_ms();
                     if (r >= 0) {
                         pair[r] = t3 - t0;
