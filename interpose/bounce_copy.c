@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "bounce_int.h"
 #include "driver.h"
@@ -23,12 +24,23 @@
 /* An H2D split into more pieces than this goes the normal way. */
 #define PIECES_MAX 16
 
+/* Phase timings for P2PSHIM_LOG=debug (where a bounce spends its time). */
+static double now_us(void)
+{
+    if (p2pshim_log_threshold < P2PSHIM_LOG_DEBUG)
+        return 0;
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+}
+
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static bool uffd_ok;
 
 static void once_body(void)
 {
     uffd_ok = bounce_start();
+    (void)bgpu_pageable_access(); /* asked now: plan() asks under bounce_mu */
     /* Registered after shim.c's: our prepare (filling lazy pages, with
      * driver calls) runs before the shim's locks are taken. */
     pthread_atfork(bounce_fork_prepare, bounce_fork_parent, bounce_fork_child);
@@ -133,6 +145,7 @@ static void publish(struct snap *s)
 static bool lazy_d2h(const struct copy_call *call, bool sync, uintptr_t h, CUdeviceptr dev,
                      size_t n, int sdev, CUcontext ctx, bool handed)
 {
+    double t0 = now_us();
     struct snap *s = new_snap(h, n, true, false);
     if (s == NULL)
         return false;
@@ -163,22 +176,29 @@ static bool lazy_d2h(const struct copy_call *call, bool sync, uintptr_t h, CUdev
      * processed too, while the snapshot is not ready and the event is
      * recognised as ours. */
     uffd_barrier();
+    double t1 = now_us();
     bgpu_wait_uses(&s->buf, call);
     CUresult r = bgpu_copy(call, s->buf.ptr, dev, n);
+    double t2 = now_us();
     if (r == CUDA_SUCCESS && h < dlo)
         r = bgpu_dtoh(call, sync, (void *)h, s->buf.ptr, dlo - h);
     if (r == CUDA_SUCCESS && h + n > dhi)
         r = bgpu_dtoh(call, sync, (void *)dhi, s->buf.ptr + (dhi - h), h + n - dhi);
     /* A pageable D2H, async or not, returns complete: so does this one,
      * and the source may be overwritten by unordered work right after. */
+    double t3 = now_us();
     if (r == CUDA_SUCCESS)
         r = bgpu_fence(call, true, NULL);
+    double t4 = now_us();
     if (r != CUDA_SUCCESS) {
         bgpu_fence(call, false, &s->buf);
         discard(s, true);
         return false;
     }
     publish(s);
+    LOG_DEBUG("bounce: lazy D2H of %zu bytes: set-up and drop %.0f us, snapshot issued %.0f us, "
+              "partial pages %.0f us, wait %.0f us, publish %.0f us%s", n, t1 - t0, t2 - t1,
+              t3 - t2, t4 - t3, now_us() - t4, handed ? " (handed over)" : "");
     atomic_fetch_add(&bst_d2h_lazy, 1);
     atomic_fetch_add(&bst_lazy_bytes, dhi - dlo);
     return true;
@@ -196,6 +216,7 @@ static bool eager_d2h(const struct copy_call *call, bool sync, uintptr_t h, CUde
                       size_t n, int sdev, CUcontext ctx, bool dma, bool handed,
                       unsigned streak, CUresult *rc)
 {
+    double t0 = now_us();
     struct snap *s = new_snap(h, n, false, dma);
     if (s == NULL) {
         if (handed)
@@ -223,6 +244,7 @@ static bool eager_d2h(const struct copy_call *call, bool sync, uintptr_t h, CUde
         discard(s, false);
         return false;
     }
+    double t1 = now_us();
     bgpu_wait_uses(&s->buf, call);
     CUresult r = bgpu_copy(call, s->buf.ptr, dev, n);
     if (r != CUDA_SUCCESS) {
@@ -235,9 +257,11 @@ static bool eager_d2h(const struct copy_call *call, bool sync, uintptr_t h, CUde
         discard(s, true);
         return false;
     }
+    double t2 = now_us();
     *rc = bgpu_dtoh(call, sync, (void *)h, s->buf.ptr, n);
     if (*rc == CUDA_SUCCESS && !dma)
         *rc = bgpu_fence(call, true, NULL);
+    double t3 = now_us();
     if (*rc == CUDA_SUCCESS && after && !uffd_protect(rlo, rlen, true))
         *rc = CUDA_ERROR_UNKNOWN; /* untracked: the copy stands, no snapshot */
     if (*rc != CUDA_SUCCESS) {
@@ -245,9 +269,13 @@ static bool eager_d2h(const struct copy_call *call, bool sync, uintptr_t h, CUde
         discard(s, true);
         return false; /* the original call gives the program its answer */
     }
+    double t4 = now_us();
     s->done = bgpu_record(call);
     bgpu_fence(call, false, &s->buf);
     publish(s);
+    LOG_DEBUG("bounce: eager D2H of %zu bytes (%s): set-up %.0f us, snapshot issued %.0f us, "
+              "D2H %.0f us, protect %.0f us, publish %.0f us%s", n, dma ? "pinned" : "pageable",
+              t1 - t0, t2 - t1, t3 - t2, t4 - t3, now_us() - t4, handed ? " (handed over)" : "");
     atomic_fetch_add(&bst_d2h_eager, 1);
     return true;
 }
@@ -273,6 +301,7 @@ bool bounce_d2h(const struct copy_call *call, bool sync, void *host, CUdeviceptr
         return false;
     }
     uintptr_t h = (uintptr_t)host;
+    double t0 = now_us();
     uffd_barrier();
     bounce_reap();
     /* Auto over pageable memory: a buffer the CPU read last time (most of
@@ -293,6 +322,8 @@ bool bounce_d2h(const struct copy_call *call, bool sync, void *host, CUdeviceptr
     bool lazy = how == HOW_LAZY;
     bool handed = (lazy || dma) && bounce_handover(h, bytes, lazy, dma);
     bounce_end_overlapping(h, h + bytes, false, true);
+    LOG_DEBUG("bounce: D2H of %zu bytes: the last snapshot there ended in %.0f us", bytes,
+              now_us() - t0);
     *rc = CUDA_SUCCESS;
     bool done = lazy ? lazy_d2h(call, sync, h, dev, bytes, src.device, ctx, handed)
                      : eager_d2h(call, sync, h, dev, bytes, src.device, ctx, dma, handed, streak,
@@ -383,11 +414,13 @@ static bool plan(uintptr_t h, size_t n, struct piece *pc, int *np, int dst_dev)
             a = next;
             continue;
         }
-        /* An eager snapshot vouches for its pages only until GPU work that
-         * could write them behind the page tables was issued. */
+        /* An eager snapshot of pinned memory (or of pageable memory that
+         * the devices can reach, HMM) vouches for its pages only until GPU
+         * work that could write them behind the page tables was issued. */
+        bool unseen_writers = !s->lazy && (s->dma || bgpu_pageable_access());
         bool usable = s->ready && !s->ending &&
-                      (s->lazy || s->gen == atomic_load_explicit(&bounce_work_gen,
-                                                                 memory_order_relaxed)) &&
+                      (!unseen_writers ||
+                       s->gen == atomic_load_explicit(&bounce_work_gen, memory_order_relaxed)) &&
                       (s->buf.dev == dst_dev || cfg->pair_allowed[s->buf.dev][dst_dev]);
         /* A run of pages of s in one class, in page indices. */
         size_t i = bounce_index(s, a), last = bounce_index(s, s->reg_hi);
@@ -449,6 +482,7 @@ bool bounce_h2d(const struct copy_call *call, bool sync, CUdeviceptr dst, const 
     pthread_mutex_unlock(&bounce_mu);
     if (!seen)
         return false;
+    double t0 = now_us();
     /* Events read and not yet processed (munmap returned) first. */
     uffd_barrier();
     bounce_reap();
@@ -471,6 +505,7 @@ bool bounce_h2d(const struct copy_call *call, bool sync, CUdeviceptr dst, const 
         bounce_host_access(host, bytes, false);
         return false;
     }
+    double t1 = now_us();
     CUresult r = CUDA_SUCCESS;
     size_t from_snap = 0;
     for (int i = 0; i < np && r == CUDA_SUCCESS; i++) {
@@ -494,8 +529,11 @@ bool bounce_h2d(const struct copy_call *call, bool sync, CUdeviceptr dst, const 
     for (int i = 0; i < np; i++)
         if (pc[i].s != NULL && (i == 0 || pc[i].s != pc[i - 1].s))
             bgpu_add_use(&pc[i].s->buf, call);
+    double t2 = now_us();
     if (sync)
         r = bgpu_fence(call, true, NULL);
+    LOG_DEBUG("bounce: H2D of %zu bytes in %d piece(s): plan %.0f us, issued %.0f us, "
+              "wait %.0f us", bytes, np, t1 - t0, t2 - t1, now_us() - t2);
     unpin(pc, np, true);
     atomic_fetch_add(&bst_upgraded, 1);
     atomic_fetch_add(&bst_upgraded_bytes, from_snap);

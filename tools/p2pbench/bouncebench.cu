@@ -193,9 +193,10 @@ int main(int argc, char **argv)
                 for (int r = -warmup; r < reps; r++) {
                     CK(cudaSetDevice(a));
                     double t0 = now_ms();
-                    if (direct)
+                    if (direct) {
                         CK(cudaMemcpy(snap, src, n, cudaMemcpyDeviceToDevice));
-                    else
+                        CK(cudaDeviceSynchronize()); /* D2D returns before completion */
+                    } else
                         CK(cudaMemcpy(h, src, n, cudaMemcpyDeviceToHost));
                     double t1 = now_ms();
                     if (t && direct)
@@ -204,9 +205,10 @@ int main(int argc, char **argv)
                         read_all(h, n);
                     CK(cudaSetDevice(b));
                     double t2 = now_ms();
-                    if (direct)
+                    if (direct) {
                         CK(cudaMemcpyPeer(dst, b, snap, a, n));
-                    else
+                        CK(cudaDeviceSynchronize());
+                    } else
                         CK(cudaMemcpy(dst, h, n, cudaMemcpyHostToDevice));
                     double t3 = now_ms();
                     if (r >= 0) {
