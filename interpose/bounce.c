@@ -22,8 +22,6 @@
 
 pthread_mutex_t bounce_mu = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t bounce_cv = PTHREAD_COND_INITIALIZER;
-size_t bounce_page = 4096;
-unsigned bounce_page_shift = 12;
 struct snap *bounce_head;
 _Atomic size_t bounce_count;
 _Atomic bool bounce_disabled;
@@ -105,36 +103,6 @@ void bounce_snap_free(struct snap *s)
     munmap(s, s->map_size);
 }
 
-uint8_t *bounce_page_state(struct snap *s, uintptr_t addr)
-{
-    return &s->page[(addr - s->reg_lo) >> bounce_page_shift];
-}
-
-size_t bounce_index(const struct snap *s, uintptr_t addr)
-{
-    return (addr - s->reg_lo) >> bounce_page_shift;
-}
-
-void bounce_index_range(const struct snap *s, uintptr_t lo, uintptr_t hi, bool whole,
-                        size_t *i0, size_t *i1)
-{
-    const uintptr_t mask = bounce_page - 1;
-    lo = lo < s->reg_lo ? s->reg_lo : lo;
-    hi = hi > s->reg_hi ? s->reg_hi : hi;
-    if (hi <= lo) {
-        *i0 = *i1 = 0;
-        return;
-    }
-    uintptr_t a = whole ? (lo + mask) & ~mask : lo & ~mask;
-    uintptr_t b = whole ? hi & ~mask : (hi + mask) & ~mask;
-    if (b <= a) {
-        *i0 = *i1 = 0;
-        return;
-    }
-    *i0 = bounce_index(s, a);
-    *i1 = bounce_index(s, b);
-}
-
 /* ---- filling ------------------------------------------------------------ */
 
 /* Fills the missing pages of s in [lo, hi), except those wholly inside
@@ -155,7 +123,7 @@ void bounce_fill(struct snap *s, uintptr_t lo, uintptr_t hi, uintptr_t ex_lo, ui
             continue;
         }
         if (st[i] != PG_MISSING) {
-            i++;
+            i = bounce_scan(st, i, i1, PG_MASK(PG_MISSING));
             continue;
         }
         size_t run = i, stop = i < x0 && x1 > x0 && x0 < i1 ? x0 : i1;
@@ -199,11 +167,9 @@ void bounce_fill(struct snap *s, uintptr_t lo, uintptr_t hi, uintptr_t ex_lo, ui
     }
     /* Pages another thread is filling: done when it is. */
     for (i = i0; i < i1;) {
-        if (st[i] == PG_BUSY || st[i] == PG_BUSY_DIRTY) {
+        i = bounce_scan(st, i, i1, PG_MASK(PG_BUSY) | PG_MASK(PG_BUSY_DIRTY));
+        if (i < i1)
             pthread_cond_wait(&bounce_cv, &bounce_mu);
-            continue;
-        }
-        i++;
     }
     pthread_mutex_unlock(&bounce_mu);
 }
@@ -290,13 +256,12 @@ bool bounce_handover(uintptr_t host, size_t bytes, bool lazy, bool dma)
     /* Eager: pages written since are protected again (they start clean in
      * the new snapshot; a write racing with this D2H is the program's). */
     for (size_t i = 0; !lazy && i < n;) {
-        if (s->page[i] == PG_CLEAN) {
-            i++;
-            continue;
-        }
+        i = bounce_scan(s->page, i, n, ~PG_MASK(PG_CLEAN));
+        if (i == n)
+            break;
         size_t run = i;
-        while (i < n && s->page[i] != PG_CLEAN)
-            s->page[i++] = PG_CLEAN;
+        i = bounce_scan(s->page, i, n, PG_MASK(PG_CLEAN));
+        memset(s->page + run, PG_CLEAN, i - run);
         pthread_mutex_unlock(&bounce_mu);
         uffd_protect(s->reg_lo + (run << bounce_page_shift), (i - run) << bounce_page_shift,
                      true);

@@ -428,13 +428,16 @@ static bool plan(uintptr_t h, size_t n, struct piece *pc, int *np, int dst_dev)
         bool use = usable && servable(s->page[i]);
         if (!use && (!s->ready || s->page[i] == PG_MISSING || s->page[i] == PG_BUSY))
             return false; /* the driver would fault on it */
-        size_t j = i + 1;
-        while (j < last) {
-            uint8_t st = s->page[j];
-            if ((usable && servable(st)) != use ||
-                (!use && (st == PG_MISSING || st == PG_BUSY)))
-                break;
-            j++;
+        size_t j;
+        if (use) {
+            j = bounce_scan(s->page, i + 1, last, PG_MASK(PG_DIRTY) | PG_MASK(PG_BUSY_DIRTY));
+        } else {
+            /* From the host up to a page the driver would fault on (the
+             * next turn then gives up) or one the snapshot can serve. */
+            unsigned stop = PG_MASK(PG_MISSING) | PG_MASK(PG_BUSY);
+            if (usable)
+                stop |= PG_MASK(PG_CLEAN);
+            j = bounce_scan(s->page, i + 1, last, stop);
         }
         uintptr_t run_end = (a & ~(uintptr_t)(pg - 1)) + ((j - i) << bounce_page_shift);
         run_end = run_end < stop_at ? run_end : stop_at;

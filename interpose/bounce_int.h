@@ -61,6 +61,11 @@ struct snap {
     size_t map_size;            /* the record's own mapping (page array after it) */
 };
 
+/* The first index in [i, n) whose page state is in stop (a mask of
+ * 1 << state), or n; eight states at a time. */
+size_t bounce_scan(const uint8_t *st, size_t i, size_t n, unsigned stop);
+#define PG_MASK(state) (1u << (state))
+
 /* The table lock and its condition (busy counts, pages leaving BUSY). */
 extern pthread_mutex_t bounce_mu;
 extern pthread_cond_t bounce_cv;
