@@ -204,8 +204,7 @@ static bool lazy_d2h(const struct copy_call *call, bool sync, uintptr_t h, CUdev
     return true;
 }
 
-/* Eager: the D2H runs, from the snapshot (so the host and the snapshot
- * hold the same bytes whatever else the stream carries); the range is
+/* Eager: the D2H runs as usual and a snapshot is kept; the range is
  * write-protected so that CPU writes mark pages dirty. Pinned memory (dma)
  * is written by DMA, which ignores the protection: an async copy is
  * protected before it is issued (a CPU write after it lands is seen),
@@ -245,20 +244,37 @@ static bool eager_d2h(const struct copy_call *call, bool sync, uintptr_t h, CUde
         return false;
     }
     double t1 = now_us();
-    bgpu_wait_uses(&s->buf, call);
-    CUresult r = bgpu_copy(call, s->buf.ptr, dev, n);
-    if (r != CUDA_SUCCESS) {
-        discard(s, true);
-        return false;
+    /* Pinned: the snapshot is taken on the shim's stream while the D2H
+     * runs from the source itself (both after the same work, so equal in
+     * any program without a race on the source); the program's stream then
+     * waits for it, and a sync variant returns once both are done.
+     * Otherwise (or when that cannot be had) the snapshot comes first on
+     * the program's stream and the D2H copies it. */
+    CUevent aside = dma ? bgpu_snapshot_aside(call, &s->buf, dev, n) : NULL;
+    if (aside == NULL) {
+        bgpu_wait_uses(&s->buf, call);
+        if (bgpu_copy(call, s->buf.ptr, dev, n) != CUDA_SUCCESS) {
+            discard(s, true);
+            return false;
+        }
     }
     bool before = dma && !sync && !handed, after = !handed && !before;
     if (before && !uffd_protect(rlo, rlen, true)) {
+        if (aside)
+            driver_api()->event_synchronize(aside);
+        bgpu_event_release(aside);
         bgpu_fence(call, false, &s->buf);
         discard(s, true);
         return false;
     }
     double t2 = now_us();
-    *rc = bgpu_dtoh(call, sync, (void *)h, s->buf.ptr, n);
+    *rc = bgpu_dtoh(call, sync, (void *)h, aside ? dev : s->buf.ptr, n);
+    if (aside != NULL) {
+        bgpu_wait_event(call, aside);
+        if (sync || *rc != CUDA_SUCCESS)
+            driver_api()->event_synchronize(aside);
+        bgpu_event_release(aside);
+    }
     if (*rc == CUDA_SUCCESS && !dma)
         *rc = bgpu_fence(call, true, NULL);
     double t3 = now_us();

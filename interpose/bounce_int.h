@@ -124,6 +124,15 @@ void bgpu_event_release(CUevent ev);
  * only): an event must be read first, some pages may be filled. */
 int bgpu_fill(const struct dbuf *b, size_t off, uintptr_t addr, size_t len);
 
+/* The snapshot of [src, src+bytes) into b on the shim's own stream in
+ * b's context, ordered after the work issued so far on the program's
+ * stream and after b's uses (forgotten): it runs alongside whatever the
+ * program's stream does next. Returns the event of its completion, or
+ * NULL when it could not be issued or tracked (nothing is in flight
+ * then). */
+CUevent bgpu_snapshot_aside(const struct copy_call *call, struct dbuf *b, CUdeviceptr src,
+                            size_t bytes);
+
 /* Drops the staging memory and streams of a context about to go (ctx
  * NULL: those of every context of dev). */
 void bgpu_ctx_gone(CUcontext ctx, int dev);

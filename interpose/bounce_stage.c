@@ -112,6 +112,44 @@ static void stage_ctx_gone(struct stage *st, CUcontext ctx, int dev)
     pthread_mutex_unlock(&st->mu);
 }
 
+CUevent bgpu_snapshot_aside(const struct copy_call *call, struct dbuf *b, CUdeviceptr src,
+                            size_t bytes)
+{
+    const struct driver_api *d = driver_api();
+    pfn_cuMemcpyAsync copy = (pfn_cuMemcpyAsync)hook_real(HOOK_cuMemcpyAsync);
+    CUevent after = bgpu_record(call), done = NULL;
+    if (after == NULL || copy == NULL)
+        goto out;
+    pthread_mutex_lock(&caller_stage.mu);
+    CUstream side = stage_ready(&caller_stage, b->ctx);
+    if (side != NULL && bgpu_push(b->ctx)) {
+        bool ok = d->stream_wait_event(side, after, 0) == CUDA_SUCCESS;
+        /* The work still reading the buffer (an H2D from the last snapshot). */
+        for (int i = 0; i < b->nuses; i++) {
+            ok = ok && d->stream_wait_event(side, b->uses[i], 0) == CUDA_SUCCESS;
+            if (!ok)
+                d->event_synchronize(b->uses[i]);
+            d->event_destroy(b->uses[i]);
+        }
+        b->nuses = 0;
+        if (ok && copy(b->ptr, src, bytes, side) == CUDA_SUCCESS) {
+            if (d->event_create(&done, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
+                done = NULL;
+            else if (d->event_record(done, side) != CUDA_SUCCESS) {
+                d->event_destroy(done);
+                done = NULL;
+            }
+            if (done == NULL) /* issued but not trackable: done before the buffer goes */
+                d->stream_synchronize(side);
+        }
+        bgpu_pop();
+    }
+    pthread_mutex_unlock(&caller_stage.mu);
+out:
+    bgpu_event_release(after);
+    return done;
+}
+
 void bgpu_ctx_gone(CUcontext ctx, int dev)
 {
     stage_ctx_gone(&caller_stage, ctx, dev);

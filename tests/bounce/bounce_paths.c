@@ -155,6 +155,10 @@ static void pinned_eager(void)
         struct standin_stats s0;
         standin_get_stats(&s0);
         pl_use(bt_env.ctx[0]);
+        /* Pending on the legacy stream: the snapshot, taken on the shim's
+         * own stream, must come after it. */
+        PL_OK(cuMemsetD8Async(src0, (unsigned char)(0x30 + i), n / 3, NULL));
+        memset(p, 0x30 + i, n / 3);
         PL_OK(cuMemcpyDtoH_v2(h, src0, n));
         if (i == 2) {
             PL_OK(cuMemsetD8_v2((CUdeviceptr)(uintptr_t)(h + 3 * PG), 0xA5, 2 * PG + 7));

@@ -49,6 +49,10 @@ struct sd_config {
     unsigned char fail[SD_MAX_DEV][SD_MAX_DEV];  /* injected enable failures */
     int max_peers;
     size_t arena_bytes;
+    int eager_nonblocking;   /* STANDIN_EAGER_NONBLOCKING=1: work on a non-blocking
+                              * stream runs at issue, as soon as its dependencies
+                              * allow (a GPU may start it before older work of
+                              * other streams): exposes a missing wait */
 };
 
 /* ---- contexts ---- */

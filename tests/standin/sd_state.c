@@ -151,6 +151,7 @@ void sd_read_config(struct sd_config *cfg)
     int n = cfg->ndev = (int)env_long("STANDIN_DEVICES", 2, 1, SD_MAX_DEV);
     cfg->max_peers = (int)env_long("STANDIN_MAX_PEERS", 8, 0, 1 << 20);
     cfg->arena_bytes = (size_t)env_long("STANDIN_ARENA_MB", 256, 1, 16384) << 20;
+    cfg->eager_nonblocking = (int)env_long("STANDIN_EAGER_NONBLOCKING", 0, 0, 1);
 
     const char *t = getenv("STANDIN_TOPOLOGY");
     int ok = 1;

@@ -16,6 +16,9 @@
  * flush gives an order the real driver could give, and an operation that
  * the program did not order after another may run before it: mixing up the
  * legacy and the per-thread default stream gives wrong bytes, as on a GPU.
+ * With STANDIN_EAGER_NONBLOCKING=1, work on non-blocking streams runs at
+ * issue (after its dependencies): another order a GPU could give, in which
+ * a missing wait on older work of another stream shows.
  */
 #include "sd_internal.h"
 
@@ -149,6 +152,9 @@ void sd_enqueue(struct CUstream_st *s, struct sd_op *op)
         s->head = op;
     s->tail = op;
     sd.pending++;
+    if (sd.cfg.eager_nonblocking && s->kind == SD_STREAM_USER &&
+        (s->flags & CU_STREAM_NON_BLOCKING))
+        sd_run_until(s, op->seq);
 }
 
 static void exec_copy(const struct sd_xfer *x)
