@@ -122,7 +122,7 @@ size_t bgpu_idle_free(int dev, CUcontext ctx)
                 if (ctx != NULL && idle[d][i].ctx != ctx)
                     continue;
                 b = idle[d][i];
-                idle[d][i] = idle[d][--nidle[d]];
+                memmove(&idle[d][i], &idle[d][i + 1], (size_t)(--nidle[d] - i) * sizeof b);
                 found = true;
             }
             pthread_mutex_unlock(&gpu_mu);
@@ -148,7 +148,7 @@ bool bgpu_buffer_get(int dev, CUcontext ctx, size_t bytes, struct dbuf *out)
         struct dbuf *b = &idle[dev][i];
         if (b->ctx == ctx && b->size >= bytes && b->size / 2 <= bytes) {
             *out = *b;
-            *b = idle[dev][--nidle[dev]];
+            memmove(b, b + 1, (size_t)(--nidle[dev] - i) * sizeof *b);
             pthread_mutex_unlock(&gpu_mu);
             return true;
         }
@@ -199,10 +199,21 @@ void bgpu_buffer_put(struct dbuf *b)
         b->ptr = 0;
         return;
     }
-    if (nidle[b->dev] < IDLE_MAX && used[b->dev] <= limit) {
+    if (used[b->dev] <= limit) {
+        /* Kept; the oldest idle one makes room (a staging loop that moved
+         * on to another size must not pay a free and an allocation of its
+         * size every copy: measured 0.4 + 0.65 ms at 256 MiB). */
+        struct dbuf old = {0};
+        if (nidle[b->dev] == IDLE_MAX) {
+            old = idle[b->dev][0];
+            memmove(&idle[b->dev][0], &idle[b->dev][1], (IDLE_MAX - 1) * sizeof old);
+            nidle[b->dev]--;
+        }
         idle[b->dev][nidle[b->dev]++] = *b; /* its uses travel with it */
         pthread_mutex_unlock(&gpu_mu);
         b->ptr = 0;
+        if (old.ptr != 0)
+            buffer_free(&old);
         return;
     }
     pthread_mutex_unlock(&gpu_mu);

@@ -3,12 +3,13 @@
 #
 #   tools/gpu_tier.sh [--no-build] [--no-tests] [--no-bench]
 #                     [--rounds N] [--bench-args "..."] [--tests REGEX]
-#                     [--no-bounce]
+#                     [--exclude REGEX] [--no-bounce]
 #
 # 1. prints the GPU topology (nvidia-smi topo -m);
 # 2. configures and builds (cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release,
 #    16 jobs); uthash comes from .deps/include, carried with the tree;
-# 3. runs ctest -L gpu --output-on-failure (-R REGEX with --tests);
+# 3. runs ctest -L gpu --output-on-failure (-R REGEX with --tests, -E with
+#    --exclude);
 # 4. runs tools/p2pbench/run_bench.py (results: docs/p2pbench-results.json)
 #    and tools/p2pbench/bounce_run.sh (host bounces: docs/bounce-results.jsonl);
 # 5. copies logs and JSON to $OUT when set (8 files at most);
@@ -23,6 +24,7 @@ ROOT=$PWD
 BUILD=${P2PSHIM_GPU_BUILD:-build-gpu}
 LOGS=$ROOT/$BUILD/gpu-tier
 do_build=1 do_tests=1 do_bench=1 do_bounce=1 rounds=2 bench_args="" tests_regex=""
+exclude_regex=""
 while [ $# -gt 0 ]; do
     case "$1" in
     --no-build) do_build=0; shift ;;
@@ -30,6 +32,7 @@ while [ $# -gt 0 ]; do
     --no-bench) do_bench=0; shift ;;
     --no-bounce) do_bounce=0; shift ;;
     --tests) tests_regex=$2; shift 2 ;;
+    --exclude) exclude_regex=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --bench-args) bench_args=$2; shift 2 ;;
     *) echo "gpu_tier.sh: unknown argument $1" >&2; exit 2 ;;
@@ -87,7 +90,8 @@ fi
 
 if [ "$do_tests" = 1 ]; then
     echo "== ctest -L gpu"
-    if ctest --test-dir "$BUILD" -L gpu ${tests_regex:+-R "$tests_regex"} --output-on-failure \
+    if ctest --test-dir "$BUILD" -L gpu ${tests_regex:+-R "$tests_regex"} \
+             ${exclude_regex:+-E "$exclude_regex"} --output-on-failure \
              --output-junit "$LOGS/ctest-gpu.xml" 2>&1 | tee "$LOGS/ctest.log"; then
         tests_state=ok
     else

@@ -269,6 +269,9 @@ void *sd_map_hinted(uintptr_t hint, size_t size, int prot);
 void sd_arenas_map(void);
 void sd_arenas_unmap(void);
 struct sd_alloc *sd_lookup(uintptr_t p);
+/* STANDIN_EAGER_NONBLOCKING: runs what the non-blocking streams hold, each
+ * operation after its dependencies (at the end of every call). */
+void sd_run_nonblocking(void);
 /* Where the "GPU" writes n bytes at p: pinned memory through its DMA view,
  * anything else in place. */
 char *sd_dma_dst(char *p, size_t n);

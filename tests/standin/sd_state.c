@@ -101,6 +101,10 @@ CUresult sd_enter(const char *fn, int need_init)
 
 CUresult sd_leave(CUresult r)
 {
+    /* At the end of the call that issued it, so that no caller holds an
+     * operation that has already run (and been freed). */
+    if (sd.cfg.eager_nonblocking)
+        sd_run_nonblocking();
     pthread_mutex_unlock(&sd_mu);
     return r;
 }

@@ -152,9 +152,13 @@ void sd_enqueue(struct CUstream_st *s, struct sd_op *op)
         s->head = op;
     s->tail = op;
     sd.pending++;
-    if (sd.cfg.eager_nonblocking && s->kind == SD_STREAM_USER &&
-        (s->flags & CU_STREAM_NON_BLOCKING))
-        sd_run_until(s, op->seq);
+}
+
+void sd_run_nonblocking(void)
+{
+    for (struct CUstream_st *s = sd.streams; s; s = s->next)
+        if (s->kind == SD_STREAM_USER && (s->flags & CU_STREAM_NON_BLOCKING) && s->tail)
+            sd_run_until(s, s->tail->seq);
 }
 
 static void exec_copy(const struct sd_xfer *x)
