@@ -16,8 +16,14 @@
 #include "shim.h"
 #include "uffd.h"
 
-/* Below this a snapshot costs more than the host copy it saves. */
+/* Below this a snapshot never pays (P2PSHIM_BOUNCE_MIN's floor). */
 #define BOUNCE_MIN_BYTES ((size_t)64 << 10)
+/* P2PSHIM_BOUNCE_MIN=auto: measured on the H200 pair (docs/RESULTS.md),
+ * a pageable pair of 64 KiB took 0.08 ms with a snapshot against 0.04 ms
+ * without, one of 1 MiB 0.08 against 0.34; a pinned pair of 1 MiB 0.07
+ * against 0.056, one of 16 MiB 0.40 against 0.62. */
+#define BOUNCE_AUTO_MIN_PAGEABLE ((size_t)1 << 20)
+#define BOUNCE_AUTO_MIN_PINNED ((size_t)16 << 20)
 /* Eager D2H copies in a row into a pageable buffer the CPU read, before
  * the next one is lazy again (bounce_d2h). */
 #define EAGER_STREAK 8
@@ -68,13 +74,16 @@ static enum how decide(const void *host, size_t bytes, CUdeviceptr dev,
     struct owner_info h;
     if (resolve_pointer((CUdeviceptr)(uintptr_t)host, &h)) {
         if ((h.kind != MEM_KIND_HOST_PINNED && h.kind != MEM_KIND_HOST_REGISTERED) ||
-            (uintptr_t)host - h.base + bytes > h.size)
+            (uintptr_t)host - h.base + bytes > h.size ||
+            bytes < (cfg->bounce_min ? cfg->bounce_min : BOUNCE_AUTO_MIN_PINNED))
             return HOW_NONE;
         /* Written by DMA behind the page tables: eager, its snapshot good
          * only until GPU work that could write it is issued (wrap_work.c). */
         *dma = true;
         return HOW_EAGER;
     }
+    if (bytes < (cfg->bounce_min ? cfg->bounce_min : BOUNCE_AUTO_MIN_PAGEABLE))
+        return HOW_NONE;
     if (cfg->bounce == P2PSHIM_BOUNCE_EAGER)
         return HOW_EAGER;
     if (cfg->bounce == P2PSHIM_BOUNCE_LAZY)

@@ -51,6 +51,7 @@ static const char *const bounce_names[] = {
 };
 
 #define CHUNK_MIN ((size_t)4 << 10)
+#define BOUNCE_MIN_FLOOR ((size_t)64 << 10)
 #define CHUNK_MAX ((size_t)1 << 30)
 
 static const char *const level_names[] = {
@@ -75,6 +76,7 @@ void config_set_defaults(struct p2pshim_config *cfg)
     cfg->bounce_budget = 0;
     cfg->bounce_budget_pct = 25;
     cfg->bounce_chunk = (size_t)2 << 20;
+    cfg->bounce_min = 0;
 }
 
 /* ---- warnings ---------------------------------------------------------- */
@@ -476,6 +478,23 @@ static void set_var(struct p2pshim_config *cfg, enum var_id id,
         }
         break;
     }
+    case VAR_P2PSHIM_BOUNCE_MIN: {
+        size_t n = 0;
+        if (strcasecmp(value, "auto") == 0) {
+            cfg->bounce_min = 0;
+        } else if (config_parse_bytes(value, &n) && n >= BOUNCE_MIN_FLOOR) {
+            cfg->bounce_min = n;
+        } else {
+            char now[32];
+            if (cfg->bounce_min)
+                snprintf(now, sizeof now, "%zu", cfg->bounce_min);
+            else
+                snprintf(now, sizeof now, "auto");
+            warnf(w, "%s=\"%s\": not auto or a byte count (K/M/G) of at least 64K; keeping %s",
+                  name, quote(value, SIZE_MAX, q), now);
+        }
+        break;
+    }
     case VAR_P2PSHIM_BOUNCE_CHUNK: {
         size_t n = 0;
         if (!config_parse_bytes(value, &n) || n < CHUNK_MIN || n > CHUNK_MAX ||
@@ -685,6 +704,12 @@ void config_dump(const struct p2pshim_config *cfg,
             break;
         case VAR_P2PSHIM_BOUNCE_CHUNK:
             put_bytes(&o, cfg->bounce_chunk);
+            break;
+        case VAR_P2PSHIM_BOUNCE_MIN:
+            if (cfg->bounce_min)
+                put_bytes(&o, cfg->bounce_min);
+            else
+                put(&o, "auto");
             break;
         case VAR_COUNT:
             break;

@@ -21,6 +21,8 @@
     X(P2PSHIM_RECORD_LIMIT, "decision records buffered before drops")        \
     X(P2PSHIM_TOPO_FILE, "bandwidth table of p2pshim topo --measure")       \
     X(P2PSHIM_BOUNCE, "host-bounced copies: auto (default), lazy, eager or off") \
+    X(P2PSHIM_BOUNCE_MIN, "smallest D2H to take a bounce snapshot of: bytes (K/M/G, " \
+      "at least 64K) or auto (default: 1M pageable, 16M pinned)")             \
     X(P2PSHIM_BOUNCE_BUDGET, "device memory for bounce snapshots, per device: " \
       "bytes (K/M/G) or N% of free memory (default 25%)")                     \
     X(P2PSHIM_BOUNCE_CHUNK, "bytes a lazy host buffer fills per fault, 4K..1G (default 2M)")
@@ -69,6 +71,7 @@ struct p2pshim_config {
     unsigned bounce_budget_pct;   /* percent of the device's free memory, */
     size_t bounce_budget;         /* or, when that is 0, bytes per device */
     size_t bounce_chunk;          /* page multiple */
+    size_t bounce_min;            /* 0: auto (bounce_copy.c's measured minimums) */
     /* pair_allowed[src][dst]: whether a copy from device src to device dst
      * may be upgraded. All true unless P2PSHIM_PAIRS says otherwise. */
     bool pair_allowed[P2PSHIM_MAX_DEVICES][P2PSHIM_MAX_DEVICES];

@@ -236,7 +236,15 @@ static void test_bounce_values(void)
     struct p2pshim_config cfg;
     CHECK(parse(&cfg, NULL) == 0);
     CHECK(cfg.bounce == P2PSHIM_BOUNCE_AUTO && cfg.bounce_budget_pct == 25 &&
-          cfg.bounce_budget == 0 && cfg.bounce_chunk == ((size_t)2 << 20));
+          cfg.bounce_budget == 0 && cfg.bounce_chunk == ((size_t)2 << 20) &&
+          cfg.bounce_min == 0);
+    CHECK(parse(&cfg, "P2PSHIM_BOUNCE_MIN=256K", NULL) == 0 &&
+          cfg.bounce_min == ((size_t)256 << 10));
+    round_trip(&cfg, NULL);
+    CHECK_STR(dump_lines[NVARS - 3], "config P2PSHIM_BOUNCE_MIN=256K");
+    CHECK(parse(&cfg, "P2PSHIM_BOUNCE_MIN=AUTO", NULL) == 0 && cfg.bounce_min == 0);
+    round_trip(&cfg, NULL);
+    CHECK_STR(dump_lines[NVARS - 3], "config P2PSHIM_BOUNCE_MIN=auto");
     CHECK(parse(&cfg, "P2PSHIM_BOUNCE=Lazy", "P2PSHIM_BOUNCE_BUDGET=512M",
                 "P2PSHIM_BOUNCE_CHUNK=64K", NULL) == 0);
     CHECK(cfg.bounce == P2PSHIM_BOUNCE_LAZY && cfg.bounce_budget == ((size_t)512 << 20) &&
@@ -269,6 +277,10 @@ static void test_bounce_values(void)
          "P2PSHIM_BOUNCE_CHUNK=\"1000\": not a multiple of 4K between 4K and 1G; "
          "keeping 2097152"},
         {"P2PSHIM_BOUNCE_CHUNK=2G", "P2PSHIM_BOUNCE_CHUNK=\"2G\": not a multiple"},
+        {"P2PSHIM_BOUNCE_MIN=4K",
+         "P2PSHIM_BOUNCE_MIN=\"4K\": not auto or a byte count (K/M/G) of at least 64K; "
+         "keeping auto"},
+        {"P2PSHIM_BOUNCE_MIN=big", "P2PSHIM_BOUNCE_MIN=\"big\": not auto or a byte"},
         {"P2PSHIM_BOUNCE_CHUNK=6K", "P2PSHIM_BOUNCE_CHUNK=\"6K\": not a multiple"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -359,7 +371,7 @@ static void test_names(void)
               "unknown variable P2PSHIM_MODEE (known: P2PSHIM_MODE, "
               "P2PSHIM_PAIRS, P2PSHIM_MIN_BYTES, P2PSHIM_LOG, "
               "P2PSHIM_LOG_FILE, P2PSHIM_DUMP_CONFIG, P2PSHIM_RUN_LOG, P2PSHIM_CUPTI, P2PSHIM_RECORD_LIMIT, P2PSHIM_TOPO_FILE, "
-              "P2PSHIM_BOUNCE, P2PSHIM_BOUNCE_BUDGET, P2PSHIM_BOUNCE_CHUNK)");
+              "P2PSHIM_BOUNCE, P2PSHIM_BOUNCE_MIN, P2PSHIM_BOUNCE_BUDGET, P2PSHIM_BOUNCE_CHUNK)");
 
     CHECK(parse(&cfg, "P2PSHIM_=1", "P2PSHIM_LOGFILE=x", "P2PSHIM_mode=off",
                 NULL) == 3);
