@@ -323,6 +323,18 @@ struct copy_action copy_consider_linear(struct copy_call *call, CUdeviceptr dst,
                                       &act.rc);
         if (act.replaced) {
             stats_count(-1, -1, ROUTE_NOT_CROSS_HOST, bytes);
+            if (record_enabled()) {
+                struct end d = {0}, s = {0};
+                resolve_end(dst, NULL, &d);
+                resolve_end(src, NULL, &s);
+                if (!d.route.known)
+                    d.route.device = -1; /* pageable: the record says "unknown" */
+                if (!s.route.known)
+                    s.route.device = -1;
+                record_decision(call, &s, &d, bytes,
+                                dh ? RECORD_BOUNCE_SNAPSHOT : RECORD_BOUNCE_SERVED,
+                                ROUTE_NOT_CROSS_HOST);
+            }
             return act;
         }
     }
@@ -510,9 +522,12 @@ struct copy_action copy_consider_host(struct copy_call *call, CUdeviceptr device
         host.route.device = -1; /* pageable: the record says "unknown" */
     }
     stats_count(-1, -1, ROUTE_NOT_CROSS_HOST, bytes);
+    enum record_action action = !act.replaced ? RECORD_PASS
+                                : to_device   ? RECORD_BOUNCE_SERVED
+                                              : RECORD_BOUNCE_SNAPSHOT;
     if (to_device)
-        record_decision(call, &host, &dev, bytes, RECORD_PASS, ROUTE_NOT_CROSS_HOST);
+        record_decision(call, &host, &dev, bytes, action, ROUTE_NOT_CROSS_HOST);
     else
-        record_decision(call, &dev, &host, bytes, RECORD_PASS, ROUTE_NOT_CROSS_HOST);
+        record_decision(call, &dev, &host, bytes, action, ROUTE_NOT_CROSS_HOST);
     return act;
 }

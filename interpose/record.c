@@ -187,8 +187,9 @@ static void out_printf(struct outbuf *o, const char *fmt, ...)
                                                          : sizeof o->data - o->used - 1;
 }
 
-static const char *const action_names[] = {"pass", "enable-then-pass", "would-enable",
-                                           "pass-observed"};
+static const char *const action_names[] = {"pass",          "enable-then-pass",
+                                           "would-enable",  "pass-observed",
+                                           "bounce-snapshot", "bounce-served"};
 static const char *const kind_names[] = {"device", "pool", "mapped", "managed",
                                          "pinned", "registered", "unknown"};
 
@@ -227,7 +228,9 @@ static void write_entry(struct outbuf *o, const struct entry *e)
         write_end(o, r->dst_dev, r->dst_kind);
         out_printf(o, ",\"bytes\":%llu,\"stream\":\"0x%llx\",\"action\":\"%s\",\"reason\":\"%s\"}\n",
                    (unsigned long long)r->bytes, (unsigned long long)r->stream,
-                   r->action < 4 ? action_names[r->action] : "?",
+                   r->action < sizeof action_names / sizeof action_names[0]
+                       ? action_names[r->action]
+                       : "?",
                    route_reason_name((enum route_reason)r->reason));
         atomic_fetch_add_explicit(&written_decisions, 1, memory_order_relaxed);
     } else if (e->type == ENTRY_EVENT) {

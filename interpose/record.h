@@ -24,6 +24,8 @@ enum record_action {
     RECORD_ENABLE_THEN_PASS,
     RECORD_WOULD_ENABLE,    /* observe mode: upgrade would have enabled */
     RECORD_PASS_OBSERVED,   /* observe mode: nothing to do */
+    RECORD_BOUNCE_SNAPSHOT, /* a D2H the shim served with a device snapshot */
+    RECORD_BOUNCE_SERVED,   /* an H2D the shim served (partly) from snapshots */
 };
 
 /* An end of a copy: a device ordinal, or -1 with a host kind. */

@@ -2,7 +2,7 @@
 """Runs rec_probe under the shim with a run log and checks the log.
 
 check_log.py CASE PROBE PRELOAD STANDIN_DIR
-CASE: paths | observe | fork | exec | many | many_capped
+CASE: paths | observe | fork | exec | many | many_capped | bounce
 The checks read the log as any consumer would (docs/LOG_FORMAT.md) and
 compare it with what the probe did and what the stand-in counted."""
 import json
@@ -121,6 +121,17 @@ def main():
         expect(len(logs) == 1, f"one log, found {logs}")
         lines, decisions, footer = read_log(os.path.join(tmp, logs[0]))
         expect(len(cross(decisions)) == 1, "the copy before exec is in the log")
+    elif case == "bounce":
+        expect(len(logs) == 1, f"one log, found {logs}")
+        lines, decisions, footer = read_log(os.path.join(tmp, logs[0]))
+        by_api = {d["api"]: d for d in decisions}
+        dtoh, htod = by_api.get("cuMemcpyDtoH_v2", {}), by_api.get("cuMemcpyHtoD_v2", {})
+        expect(dtoh.get("action") == "bounce-snapshot" and dtoh.get("src", {}).get("dev") == 0
+               and dtoh.get("dst", {}).get("kind") == "unknown",
+               f"the D2H: bounce-snapshot from device 0 to pageable memory: {dtoh}")
+        expect(htod.get("action") == "bounce-served" and htod.get("dst", {}).get("dev") == 1
+               and htod.get("bytes") == 2 << 20,
+               f"the H2D: bounce-served to device 1, 2 MiB: {htod}")
     elif case in ("many", "many_capped"):
         lines, decisions, footer = read_log(os.path.join(tmp, logs[0]))
         total = footer.get("records", 0) + footer.get("dropped", 0)

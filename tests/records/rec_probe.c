@@ -5,6 +5,8 @@
  *   fork     a copy, then a forked child making two copies of its own
  *   exec     a copy, then exec of /bin/true (the log must be footed)
  *   many     20000 copies from 4 threads (ring and writer under load)
+ *   bounce   a 2 MiB D2H from device 0 into a pageable buffer, then an
+ *            H2D from it to device 1 (the shim bounces them)
  * Prints "staged=N peer=N" (the stand-in's counters) so the observe-mode
  * test can check that nothing the program does changed. */
 #define _GNU_SOURCE
@@ -102,6 +104,26 @@ int main(int argc, char **argv)
         fflush(stdout);
         execl("/bin/true", "true", (char *)NULL);
         return 1;
+    } else if (strcmp(sc, "bounce") == 0) {
+        size_t n = (size_t)2 << 20;
+        CUdeviceptr src, dst;
+        CHECK(cuCtxSetCurrent(ctx[0]));
+        CHECK(cuMemAlloc(&src, n));
+        CHECK(cuMemsetD8(src, 0x3C, n));
+        CHECK(cuCtxSetCurrent(ctx[1]));
+        CHECK(cuMemAlloc(&dst, n));
+        unsigned char *h = malloc(n);
+        CHECK(cuCtxSetCurrent(ctx[0]));
+        CHECK(cuMemcpyDtoH(h, src, n));
+        CHECK(cuCtxSetCurrent(ctx[1]));
+        CHECK(cuMemcpyHtoD(dst, h, n));
+        CHECK(cuCtxSynchronize());
+        for (size_t i = 0; i < n; i++)
+            if (((unsigned char *)(uintptr_t)dst)[i] != 0x3C) {
+                fprintf(stderr, "rec_probe: wrong byte at %zu\n", i);
+                return 1;
+            }
+        free(h);
     } else if (strcmp(sc, "many") == 0) {
         pthread_t th[4];
         for (int i = 0; i < 4; i++)
