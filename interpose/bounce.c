@@ -454,7 +454,9 @@ static void on_moved(uintptr_t from, uintptr_t to, size_t len)
             continue;
         }
         /* Part of a snapshot moved away: its pages there cannot be
-         * followed. Never seen from realloc (it moves whole mappings). */
+         * followed. Not from realloc (it moves whole mappings) nor from the
+         * program's mremap (bounce_libc.c fills the pages first): only from
+         * a raw system call. */
         LOG_WARN("bounce: mremap moved part of a lazy host buffer (%#lx); "
                  "its pages there read as zero", (unsigned long)s->reg_lo);
         size_t i0, i1;

@@ -1,9 +1,12 @@
-/* free and realloc: memory given back to the allocator must not stay a
+/* free, realloc and mremap: memory given back to the allocator must not stay a
  * lazy host buffer, or the allocator's own bookkeeping (glibc keeps it in
  * the freed block) could fault on it from inside any library, the driver
  * included. Before the block goes, the snapshots over it end: pages the
  * block covers whole are not filled (freed memory has no contents to
- * keep), the others are. realloc keeps every byte.
+ * keep), the others are. realloc keeps every byte. A program's own mremap
+ * of memory holding lazy pages has them filled first: the kernel's REMAP
+ * event lets the shim follow a whole buffer that moves (glibc's realloc of
+ * a large block), not part of one.
  *
  * Nothing else is done, and nothing at all while no snapshot exists (one
  * relaxed atomic load), so a program that never bounces is untouched.
@@ -14,7 +17,9 @@
 #include <errno.h>
 #include <malloc.h>
 #include <stdatomic.h>
+#include <stdarg.h>
 #include <stddef.h>
+#include <sys/mman.h>
 
 #include "bounce.h"
 #include "driver.h"
@@ -76,4 +81,33 @@ P2PSHIM_EXPORT void *realloc(void *p, size_t n)
         errno = saved;
     }
     return f(p, n);
+}
+
+typedef void *(*mremap_fn)(void *, size_t, size_t, int, ...);
+static _Atomic(mremap_fn) real_mremap;
+
+P2PSHIM_EXPORT void *mremap(void *old, size_t old_size, size_t new_size, int flags, ...)
+{
+    void *new_address = NULL;
+    if (flags & MREMAP_FIXED) {
+        va_list ap;
+        va_start(ap, flags);
+        new_address = va_arg(ap, void *);
+        va_end(ap);
+    }
+    mremap_fn f = atomic_load_explicit(&real_mremap, memory_order_acquire);
+    if (f == NULL) {
+        f = (mremap_fn)next_symbol("mremap");
+        if (f == NULL) {
+            errno = ENOSYS;
+            return MAP_FAILED;
+        }
+        atomic_store_explicit(&real_mremap, f, memory_order_release);
+    }
+    if (old != NULL && bounce_active()) {
+        int saved = errno;
+        bounce_host_keep(old, old_size);
+        errno = saved;
+    }
+    return f(old, old_size, new_size, flags, new_address);
 }
