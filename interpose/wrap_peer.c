@@ -53,30 +53,6 @@ static void before_ctx_gone(CUcontext ctx, int dev)
     }
 }
 
-P2PSHIM_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev)
-{
-    pfn_cuDevicePrimaryCtxReset real = REAL(cuDevicePrimaryCtxReset);
-    if (real == NULL)
-        return CUDA_ERROR_NOT_INITIALIZED;
-    before_ctx_gone(NULL, (int)dev);
-    CUresult r = real(dev);
-    if (r == CUDA_SUCCESS)
-        forget_device((int)dev);
-    return r;
-}
-
-P2PSHIM_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
-{
-    pfn_cuDevicePrimaryCtxReset_v2 real = REAL(cuDevicePrimaryCtxReset_v2);
-    if (real == NULL)
-        return CUDA_ERROR_NOT_INITIALIZED;
-    before_ctx_gone(NULL, (int)dev);
-    CUresult r = real(dev);
-    if (r == CUDA_SUCCESS)
-        forget_device((int)dev);
-    return r;
-}
-
 /* Releasing a primary context's last reference destroys it like a reset. */
 static void forget_if_inactive(CUdevice dev)
 {
@@ -88,29 +64,26 @@ static void forget_if_inactive(CUdevice dev)
         forget_device((int)dev);
 }
 
-P2PSHIM_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
-{
-    pfn_cuDevicePrimaryCtxRelease real = REAL(cuDevicePrimaryCtxRelease);
-    if (real == NULL)
-        return CUDA_ERROR_NOT_INITIALIZED;
-    before_ctx_gone(NULL, (int)dev);
-    CUresult r = real(dev);
-    if (r == CUDA_SUCCESS)
-        forget_if_inactive(dev);
-    return r;
-}
+/* Reset and release, both variants of each: whatever the shim holds in the
+ * device's contexts goes first (a release may be the last one: the shim
+ * cannot see the count), what it knows of them after success. */
+#define WRAP_PRIMARY(name, after)                                             \
+    P2PSHIM_EXPORT CUresult name(CUdevice dev)                                \
+    {                                                                         \
+        pfn_##name real = REAL(name);                                         \
+        if (real == NULL)                                                     \
+            return CUDA_ERROR_NOT_INITIALIZED;                                \
+        before_ctx_gone(NULL, (int)dev);                                      \
+        CUresult r = real(dev);                                               \
+        if (r == CUDA_SUCCESS)                                                \
+            after;                                                            \
+        return r;                                                             \
+    }
 
-P2PSHIM_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
-{
-    pfn_cuDevicePrimaryCtxRelease_v2 real = REAL(cuDevicePrimaryCtxRelease_v2);
-    if (real == NULL)
-        return CUDA_ERROR_NOT_INITIALIZED;
-    before_ctx_gone(NULL, (int)dev);
-    CUresult r = real(dev);
-    if (r == CUDA_SUCCESS)
-        forget_if_inactive(dev);
-    return r;
-}
+WRAP_PRIMARY(cuDevicePrimaryCtxReset, forget_device((int)dev))
+WRAP_PRIMARY(cuDevicePrimaryCtxReset_v2, forget_device((int)dev))
+WRAP_PRIMARY(cuDevicePrimaryCtxRelease, forget_if_inactive(dev))
+WRAP_PRIMARY(cuDevicePrimaryCtxRelease_v2, forget_if_inactive(dev))
 
 P2PSHIM_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
 {
