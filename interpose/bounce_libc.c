@@ -22,6 +22,7 @@
 #include <sys/mman.h>
 
 #include "bounce.h"
+#include "bounce_watch.h"
 #include "driver.h"
 #include "shim_cuda.h"
 
@@ -61,6 +62,8 @@ P2PSHIM_EXPORT void free(void *p)
         bounce_host_release(p, 0);
         errno = saved;
     }
+    if (p != NULL)
+        watch_forget(p);
     f(p);
 }
 

@@ -11,6 +11,7 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include "bounce.h"
+#include "bounce_watch.h"
 #include "cupti_join.h"
 #include "driver.h"
 #include "hooks.h"
@@ -307,11 +308,34 @@ static bool is_host(CUdeviceptr p, struct owner_info *info)
     return info->kind == MEM_KIND_HOST_PINNED || info->kind == MEM_KIND_HOST_REGISTERED;
 }
 
+/* Observe mode: a D2H or H2D of at least BOUNCE_UNIFIED_MIN bytes goes to
+ * the bounce watch (bounce_watch.h). dev: the device end. */
+static void watch_host_copy(CUdeviceptr dev, const void *host, size_t bytes, bool to_device)
+{
+    struct owner_info info;
+    if (shim_config()->mode != P2PSHIM_MODE_OBSERVE || bytes < BOUNCE_UNIFIED_MIN ||
+        !resolve_pointer(dev, &info) || info.device < 0)
+        return;
+    if (to_device)
+        watch_h2d(host, bytes, info.device);
+    else
+        watch_d2h(host, bytes, info.device);
+}
+
 struct copy_action copy_consider_linear(struct copy_call *call, CUdeviceptr dst,
                                         CUdeviceptr src, size_t bytes, bool sync)
 {
     struct copy_action act = {false, CUDA_SUCCESS};
     const struct p2pshim_config *cfg = shim_config();
+    if (cfg->mode == P2PSHIM_MODE_OBSERVE && bytes >= BOUNCE_UNIFIED_MIN && dst != 0 &&
+        src != 0) {
+        struct owner_info di, si;
+        bool dh = is_host(dst, &di), sh = is_host(src, &si);
+        if (dh && !sh)
+            watch_host_copy(src, (const void *)(uintptr_t)dst, bytes, false);
+        else if (sh && !dh)
+            watch_host_copy(dst, (const void *)(uintptr_t)src, bytes, true);
+    }
     if (bytes >= BOUNCE_UNIFIED_MIN && dst != 0 && src != 0 &&
         cfg->mode == P2PSHIM_MODE_UPGRADE && cfg->bounce != P2PSHIM_BOUNCE_OFF) {
         struct owner_info di, si;
@@ -509,6 +533,8 @@ struct copy_action copy_consider_host(struct copy_call *call, CUdeviceptr device
         act.replaced = to_device ? bounce_h2d(call, sync, device_ptr, host_ptr, bytes, &act.rc)
                                  : bounce_d2h(call, sync, (void *)host_ptr, device_ptr, bytes,
                                               &act.rc);
+    if (bytes != 0 && device_ptr != 0 && host_ptr != NULL)
+        watch_host_copy(device_ptr, host_ptr, bytes, to_device);
     if (!record_enabled()) {
         stats_count(-1, -1, ROUTE_NOT_CROSS_HOST, bytes);
         return act;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "bounce.h"
+#include "bounce_watch.h"
 #include "config.h"
 #include "log.h"
 
@@ -105,6 +106,7 @@ void stats_reset(void)
     atomic_store(&enables_ok, 0);
     atomic_store(&enables_failed, 0);
     bounce_stats_reset();
+    watch_reset();
 }
 
 void stats_report(void)
@@ -141,4 +143,5 @@ void stats_report(void)
              (unsigned long long)atomic_load(&enables_ok),
              (unsigned long long)atomic_load(&enables_failed));
     bounce_report();
+    watch_report();
 }

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Runs rec_probe under the shim with a run log and checks the log.
 
-check_log.py CASE PROBE PRELOAD STANDIN_DIR
-CASE: paths | observe | fork | exec | many | many_capped | bounce
+check_log.py CASE PROBE PRELOAD STANDIN_DIR [LAUNCHER]
+CASE: paths | observe | fork | exec | many | many_capped | bounce | observe_bounce
 The checks read the log as any consumer would (docs/LOG_FORMAT.md) and
 compare it with what the probe did and what the stand-in counted."""
 import json
@@ -56,7 +56,11 @@ def main():
     tmp = tempfile.mkdtemp(prefix="p2p-records-")
     pattern = os.path.join(tmp, "run-%p.jsonl")
     env = {"P2PSHIM_RUN_LOG": pattern}
-    scenario = {"observe": "paths", "many_capped": "many"}.get(case, case)
+    scenario = {"observe": "paths", "many_capped": "many", "observe_bounce": "bounce"}.get(case, case)
+    if case == "observe_bounce":
+        env["P2PSHIM_MODE"] = "observe"
+        env["P2PSHIM_CUPTI"] = "0"
+        env["P2PSHIM_LOG"] = "info"
     if case == "observe":
         env["P2PSHIM_MODE"] = "observe"
         env["P2PSHIM_CUPTI"] = "0"
@@ -132,6 +136,27 @@ def main():
         expect(htod.get("action") == "bounce-served" and htod.get("dst", {}).get("dev") == 1
                and htod.get("bytes") == 2 << 20,
                f"the H2D: bounce-served to device 1, 2 MiB: {htod}")
+    elif case == "observe_bounce":
+        expect(len(logs) == 1, f"one log, found {logs}")
+        lines, decisions, footer = read_log(os.path.join(tmp, logs[0]))
+        expect(decisions and not any(d["action"].startswith("bounce") for d in decisions),
+               f"observe mode: nothing bounced: {[d['action'] for d in decisions]}")
+        ev = [l for l in lines if l.get("type") == "event" and l.get("what") == "would-bounce"]
+        expect(len(ev) == 1 and ev[0].get("from") == 0 and ev[0].get("to") == 1
+               and ev[0].get("detail") == str(2 << 20),
+               f"one would-bounce event 0->1 of 2 MiB: {ev}")
+        expect("summary bounce-candidates pair=0->1 pairs=1 bytes=2097152" in p.stderr,
+               f"the exit summary names the candidate: {p.stderr.strip()}")
+        expect("summary bounce snapshots" not in p.stderr, "observe mode bounced nothing")
+        if len(sys.argv) > 5:  # the launcher: its report counts the candidate
+            rep = subprocess.run([sys.argv[5], "report", os.path.join(tmp, logs[0])],
+                                 capture_output=True, text=True, timeout=60)
+            data = [json.loads(l[2:]) for l in rep.stdout.splitlines() if l.startswith("@ ")]
+            bc = [r for r in data if r.get("record") == "bounce-candidates"]
+            expect(rep.returncode == 0 and bc == [{"record": "bounce-candidates", "src": 0,
+                                                   "dst": 1, "pairs": 1, "bytes": 2 << 20}],
+                   f"report: bounce-candidates {bc} (exit {rep.returncode})")
+            expect("0->1  1 pairs, 2.0 MiB" in rep.stdout, "report text names the pair")
     elif case in ("many", "many_capped"):
         lines, decisions, footer = read_log(os.path.join(tmp, logs[0]))
         total = footer.get("records", 0) + footer.get("dropped", 0)

@@ -95,6 +95,7 @@ struct report_event {
     const char *what;            /* NULL if absent */
     int from, to;                /* REPORT_DEV_NONE if absent */
     int ok;                      /* 1, 0, or -1 absent */
+    int64_t detail_bytes;        /* "detail" read as a byte count, -1 if not one */
 };
 
 /* The header of the first process image, with what later lines told. */
@@ -196,6 +197,8 @@ struct report_pair {
     double saved_ns, staged_ns, peer_ns;
 };
 
+#define REPORT_MAX_BOUNCE_PAIRS 64
+
 struct report_summary {
     int npairs, cap;
     struct report_pair *pairs;   /* cross-GPU pairs, sorted by finish */
@@ -203,6 +206,12 @@ struct report_summary {
     struct report_pair total;    /* the sum of the pairs */
     int64_t actions[REPORT_MAX_NAMES];
     int64_t peer_enables, peer_enable_failures, enable_ns, dropped_events;
+    /* Observe mode's "would-bounce" events: GPU to GPU through host memory. */
+    struct report_bounce {
+        int from, to;
+        int64_t pairs, bytes;
+    } bounces[REPORT_MAX_BOUNCE_PAIRS];
+    int nbounces;
     int64_t copies_seen;
     struct report_bin bins[2][REPORT_BINS];   /* [peer, staged][log2 size] */
     const struct report_topo *topo;

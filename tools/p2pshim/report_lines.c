@@ -3,6 +3,7 @@
  * reader ignores what it does not know), never as an error. */
 #define _GNU_SOURCE
 #include <jansson.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "report_internal.h"
@@ -154,4 +155,8 @@ void report_parse_event(json_t *o, struct report_event *e)
     e->to = report_json_dev(o, "to");
     json_t *ok = json_object_get(o, "ok");
     e->ok = json_is_boolean(ok) ? json_is_true(ok) : -1;
+    const char *detail = report_json_str(o, "detail");
+    char *end = NULL;
+    long long n = detail ? strtoll(detail, &end, 10) : -1;
+    e->detail_bytes = detail && end != detail && *end == '\0' && n >= 0 ? (int64_t)n : -1;
 }
