@@ -1,5 +1,6 @@
 /* Internals shared by the bounce module's files: bounce.c (the table, page
- * states, filling, ending, the faults), bounce_copy.c (the D2H and H2D),
+ * states, filling, ending, the faults), bounce_copy.c (the D2H),
+ * bounce_h2d.c (the H2D), bounce_pages.c (page-state arithmetic),
  * bounce_life.c (lifetimes), bounce_gpu.c and bounce_stage.c (the driver
  * work: buffers, budget, events, staging). */
 #ifndef P2PSHIM_BOUNCE_INT_H
@@ -65,6 +66,10 @@ struct snap {
  * 1 << state), or n; eight states at a time. */
 size_t bounce_scan(const uint8_t *st, size_t i, size_t n, unsigned stop);
 #define PG_MASK(state) (1u << (state))
+
+/* Microseconds of CLOCK_MONOTONIC at P2PSHIM_LOG=debug (the phase timings
+ * of each bounce), else 0. */
+double bounce_now_us(void);
 
 /* The table lock and its condition (busy counts, pages leaving BUSY). */
 extern pthread_mutex_t bounce_mu;

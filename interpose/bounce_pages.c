@@ -1,9 +1,13 @@
 /* Page-state arithmetic of the bounce module (bounce_int.h): indices of a
- * snapshot's tracked pages and scans of their states. Pure: no locks, no
- * driver; unit-tested (tests/unit/test_bounce_pages.c). */
+ * snapshot's tracked pages and scans of their states, and the debug
+ * clock. Pure: no locks, no driver; unit-tested
+ * (tests/unit/test_bounce_pages.c). */
+#define _GNU_SOURCE
 #include <string.h>
+#include <time.h>
 
 #include "bounce_int.h"
+#include "log.h"
 
 size_t bounce_page = 4096;
 unsigned bounce_page_shift = 12;
@@ -62,4 +66,13 @@ void bounce_index_range(const struct snap *s, uintptr_t lo, uintptr_t hi, bool w
     }
     *i0 = bounce_index(s, a);
     *i1 = bounce_index(s, b);
+}
+
+double bounce_now_us(void)
+{
+    if (p2pshim_log_threshold < P2PSHIM_LOG_DEBUG)
+        return 0;
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
 }

@@ -136,6 +136,20 @@ def main():
         expect(htod.get("action") == "bounce-served" and htod.get("dst", {}).get("dev") == 1
                and htod.get("bytes") == 2 << 20,
                f"the H2D: bounce-served to device 1, 2 MiB: {htod}")
+        ev = [l for l in lines if l.get("type") == "event" and l.get("what") == "bounce"]
+        served = sum(int(e.get("detail", "0")) for e in ev)
+        # the malloc'd buffer's partial head and tail pages come from the host
+        expect(ev and all(e.get("from") == 0 and e.get("to") == 1 for e in ev)
+               and (2 << 20) - 8192 <= served <= 2 << 20,
+               f"bounce events 0->1 covering the snapshot's pages: {ev}")
+        if len(sys.argv) > 5:
+            rep = subprocess.run([sys.argv[5], "report", os.path.join(tmp, logs[0])],
+                                 capture_output=True, text=True, timeout=60)
+            data = [json.loads(l[2:]) for l in rep.stdout.splitlines() if l.startswith("@ ")]
+            bc = [r for r in data if r.get("record") == "bounces"]
+            expect(rep.returncode == 0 and len(bc) == 1 and bc[0]["bytes"] == served
+                   and bc[0]["src"] == 0 and bc[0]["dst"] == 1,
+                   f"report: bounces {bc} (exit {rep.returncode})")
     elif case == "observe_bounce":
         expect(len(logs) == 1, f"one log, found {logs}")
         lines, decisions, footer = read_log(os.path.join(tmp, logs[0]))
@@ -156,7 +170,8 @@ def main():
             expect(rep.returncode == 0 and bc == [{"record": "bounce-candidates", "src": 0,
                                                    "dst": 1, "pairs": 1, "bytes": 2 << 20}],
                    f"report: bounce-candidates {bc} (exit {rep.returncode})")
-            expect("0->1  1 pairs, 2.0 MiB" in rep.stdout, "report text names the pair")
+            expect("0->1  1 pairs, 2.0 MiB  candidates" in rep.stdout,
+                   "report text names the pair")
     elif case in ("many", "many_capped"):
         lines, decisions, footer = read_log(os.path.join(tmp, logs[0]))
         total = footer.get("records", 0) + footer.get("dropped", 0)

@@ -206,9 +206,11 @@ struct report_summary {
     struct report_pair total;    /* the sum of the pairs */
     int64_t actions[REPORT_MAX_NAMES];
     int64_t peer_enables, peer_enable_failures, enable_ns, dropped_events;
-    /* Observe mode's "would-bounce" events: GPU to GPU through host memory. */
+    /* GPU to GPU through host memory: "bounce" events (the shim served the
+     * H2D from a snapshot) and observe mode's "would-bounce" ones. */
     struct report_bounce {
         int from, to;
+        bool served;
         int64_t pairs, bytes;
     } bounces[REPORT_MAX_BOUNCE_PAIRS];
     int nbounces;

@@ -173,12 +173,15 @@ static void on_event(void *ctx, const struct report_event *e)
         s->peer_enable_failures++;
     } else if (is(e->what, "dropped")) {
         s->dropped_events++;
-    } else if (is(e->what, "would-bounce") && e->from >= 0 && e->to >= 0) {
+    } else if ((is(e->what, "would-bounce") || is(e->what, "bounce")) && e->from >= 0 &&
+               e->to >= 0) {
+        bool served = is(e->what, "bounce");
         int i = 0;
-        while (i < s->nbounces && !(s->bounces[i].from == e->from && s->bounces[i].to == e->to))
+        while (i < s->nbounces && !(s->bounces[i].from == e->from &&
+                                    s->bounces[i].to == e->to && s->bounces[i].served == served))
             i++;
         if (i == s->nbounces && i < REPORT_MAX_BOUNCE_PAIRS)
-            s->bounces[s->nbounces++] = (struct report_bounce){e->from, e->to, 0, 0};
+            s->bounces[s->nbounces++] = (struct report_bounce){e->from, e->to, served, 0, 0};
         if (i < s->nbounces) {
             s->bounces[i].pairs++;
             if (e->detail_bytes > 0)

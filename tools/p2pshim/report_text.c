@@ -241,8 +241,9 @@ static void put_data_part(FILE *f, const struct report_summary *s,
                           "enable_ns", (json_int_t)s->enable_ns,
                           "dropped", (json_int_t)s->dropped_events));
     for (int i = 0; i < s->nbounces; i++)
-        put_data(f, json_pack("{s:s, s:i, s:i, s:I, s:I}", "record", "bounce-candidates",
-                              "src", s->bounces[i].from, "dst", s->bounces[i].to, "pairs",
+        put_data(f, json_pack("{s:s, s:i, s:i, s:I, s:I}", "record",
+                              s->bounces[i].served ? "bounces" : "bounce-candidates", "src",
+                              s->bounces[i].from, "dst", s->bounces[i].to, "pairs",
                               (json_int_t)s->bounces[i].pairs, "bytes",
                               (json_int_t)s->bounces[i].bytes));
 }
@@ -295,13 +296,15 @@ int report_text_write(FILE *f, const char *log_path,
             (long long)s->peer_enables, report_fmt_ns((double)s->enable_ns, t, sizeof t),
             (long long)s->peer_enable_failures);
     if (s->nbounces > 0) {
-        fprintf(f, "\nGPU to GPU through host memory (observe: a D2H, then an H2D from the "
-                   "same buffer;\nupgrade mode would bounce them, P2PSHIM_BOUNCE)\n");
+        fprintf(f, "\nGPU to GPU through host memory (a D2H, then an H2D from the same "
+                   "buffer)\n");
         for (int i = 0; i < s->nbounces; i++) {
             char b[32];
-            fprintf(f, "  %d->%d  %lld pairs, %s\n", s->bounces[i].from, s->bounces[i].to,
+            fprintf(f, "  %d->%d  %lld pairs, %s  %s\n", s->bounces[i].from, s->bounces[i].to,
                     (long long)s->bounces[i].pairs,
-                    report_fmt_bytes(s->bounces[i].bytes, b, sizeof b));
+                    report_fmt_bytes(s->bounces[i].bytes, b, sizeof b),
+                    s->bounces[i].served ? "bounced: the H2D came from a snapshot, peer to peer"
+                                         : "candidates: upgrade mode would bounce them");
         }
     }
     put_data_part(f, s, in, names, nnames);

@@ -1,0 +1,241 @@
+/* The bounce module's H2D: a host-to-device copy from a range holding
+ * clean snapshot pages is split into runs served from the snapshots
+ * (device to device, peer access enabled as for any copy) and runs from
+ * the host, in order, on the program's stream (bounce.h). */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bounce_int.h"
+#include "driver.h"
+#include "hooks.h"
+#include "log.h"
+#include "peer.h"
+#include "record.h"
+#include "resolve.h"
+#include "route.h"
+#include "shim.h"
+#include "uffd.h"
+
+/* An H2D split into more pieces than this goes the normal way. */
+#define PIECES_MAX 16
+
+struct piece {
+    struct snap *s; /* NULL: from the host */
+    uintptr_t lo, hi;
+};
+
+/* Peer access for a copy from the snapshot's device to dst's, as the copy
+ * path would enable it (route.h: the direction that starts at the issuing
+ * device). false: the pair is not to be used. */
+static bool link_for(const struct copy_call *call, const struct snap *s,
+                     const struct owner_info *dst, size_t bytes)
+{
+    const struct p2pshim_config *cfg = shim_config();
+    int a = s->buf.dev, b = dst->device;
+    if (a == b)
+        return true;
+    if (b >= P2PSHIM_MAX_DEVICES || !cfg->pair_allowed[a][b])
+        return false;
+    if (dst->ctx == NULL)
+        return true; /* pool or mapped memory: the driver stages or uses its access */
+    struct route_input in = {0};
+    in.src = (struct route_end){true, MEM_KIND_DEVICE, a};
+    in.dst = (struct route_end){true, dst->kind, b};
+    in.bytes = bytes;
+    in.exec_device = driver_ctx_device(driver_stream_ctx(call->stream, call->per_thread));
+    bool from_dst = in.exec_device == b;
+    CUcontext fc = from_dst ? dst->ctx : s->buf.ctx, tc = from_dst ? s->buf.ctx : dst->ctx;
+    int fd = from_dst ? b : a, td = from_dst ? a : b;
+    peer_view(fc, fd, tc, td, &in.link);
+    struct route_decision d = route_decide(&in, cfg);
+    if (d.action == ROUTE_ENABLE_THEN_PASS)
+        peer_shim_enable(fc, fd, tc, td);
+    return true;
+}
+
+/* Splits [h, h+n) into pieces from snapshots and from the host. false
+ * when it cannot be served (too many pieces, or host pieces over lazy
+ * pages); pins the snapshots used (unpinned by the caller). */
+static bool add_piece(struct piece *pc, int *np, struct snap *who, uintptr_t lo,
+                      uintptr_t hi)
+{
+    if (*np > 0 && pc[*np - 1].s == who && pc[*np - 1].hi == lo) {
+        pc[*np - 1].hi = hi;
+        return true;
+    }
+    if (*np == PIECES_MAX)
+        return false;
+    pc[(*np)++] = (struct piece){who, lo, hi};
+    if (who != NULL)
+        who->busy++;
+    return true;
+}
+
+/* Whether a page in state st can come from the snapshot, and whether the
+ * driver could read it at all (a missing page would fault in the driver). */
+static bool servable(uint8_t st)
+{
+    return st == PG_MISSING || st == PG_CLEAN || st == PG_BUSY;
+}
+
+static bool plan(uintptr_t h, size_t n, struct piece *pc, int *np, int dst_dev)
+{
+    const size_t pg = bounce_page;
+    const struct p2pshim_config *cfg = shim_config();
+    uintptr_t a = h, end = h + n;
+    bool any = false;
+    *np = 0;
+    while (a < end) {
+        struct snap *s = bounce_find(a, true); /* a tracked (whole) page */
+        if (s == NULL) {
+            /* Host bytes up to the next tracked page of any snapshot. */
+            uintptr_t next = end;
+            for (struct snap *t = bounce_head; t; t = t->next)
+                if (t->reg_lo > a && t->reg_lo < next)
+                    next = t->reg_lo;
+            if (!add_piece(pc, np, NULL, a, next))
+                return false;
+            a = next;
+            continue;
+        }
+        /* An eager snapshot of pinned memory (or of pageable memory that
+         * the devices can reach, HMM) vouches for its pages only until GPU
+         * work that could write them behind the page tables was issued. */
+        bool unseen_writers = !s->lazy && (s->dma || bgpu_pageable_access());
+        bool usable = s->ready && !s->ending &&
+                      (!unseen_writers ||
+                       s->gen == atomic_load_explicit(&bounce_work_gen, memory_order_relaxed)) &&
+                      (s->buf.dev == dst_dev || cfg->pair_allowed[s->buf.dev][dst_dev]);
+        /* A run of pages of s in one class, in page indices. */
+        size_t i = bounce_index(s, a), last = bounce_index(s, s->reg_hi);
+        uintptr_t stop_at = end < s->reg_hi ? end : s->reg_hi;
+        bool use = usable && servable(s->page[i]);
+        if (!use && (!s->ready || s->page[i] == PG_MISSING || s->page[i] == PG_BUSY))
+            return false; /* the driver would fault on it */
+        size_t j;
+        if (use) {
+            j = bounce_scan(s->page, i + 1, last, PG_MASK(PG_DIRTY) | PG_MASK(PG_BUSY_DIRTY));
+        } else {
+            /* From the host up to a page the driver would fault on (the
+             * next turn then gives up) or one the snapshot can serve. */
+            unsigned stop = PG_MASK(PG_MISSING) | PG_MASK(PG_BUSY);
+            if (usable)
+                stop |= PG_MASK(PG_CLEAN);
+            j = bounce_scan(s->page, i + 1, last, stop);
+        }
+        uintptr_t run_end = (a & ~(uintptr_t)(pg - 1)) + ((j - i) << bounce_page_shift);
+        run_end = run_end < stop_at ? run_end : stop_at;
+        if (!add_piece(pc, np, use ? s : NULL, a, run_end))
+            return false;
+        any = any || use;
+        a = run_end;
+    }
+    return any;
+}
+
+static void unpin(struct piece *pc, int np, bool touch)
+{
+    pthread_mutex_lock(&bounce_mu);
+    for (int i = 0; i < np; i++) {
+        if (pc[i].s == NULL)
+            continue;
+        pc[i].s->busy--;
+        if (touch && !pc[i].s->ending)
+            bounce_touch(pc[i].s);
+    }
+    pthread_cond_broadcast(&bounce_cv);
+    pthread_mutex_unlock(&bounce_mu);
+}
+
+bool bounce_h2d(const struct copy_call *call, bool sync, CUdeviceptr dst, const void *host,
+                size_t bytes, CUresult *rc)
+{
+    if (atomic_load_explicit(&bounce_count, memory_order_relaxed) == 0 || bytes == 0 ||
+        host == NULL)
+        return false;
+    uintptr_t h = (uintptr_t)host;
+    struct owner_info d;
+    if (!resolve_pointer(dst, &d) || d.device < 0 || d.device >= P2PSHIM_MAX_DEVICES ||
+        dst < d.base || dst - d.base + bytes > d.size) {
+        bounce_host_access(host, bytes, false);
+        return false;
+    }
+    struct piece pc[PIECES_MAX];
+    int np = 0;
+    bool seen = false;
+    pthread_mutex_lock(&bounce_mu);
+    for (struct snap *s = bounce_head; s && !seen; s = s->next)
+        seen = s->host < h + bytes && h < s->host + s->bytes;
+    pthread_mutex_unlock(&bounce_mu);
+    if (!seen)
+        return false;
+    double t0 = bounce_now_us();
+    /* Events read and not yet processed (munmap returned) first. */
+    uffd_barrier();
+    bounce_reap();
+    atomic_fetch_add(&bst_seen, 1);
+    pthread_mutex_lock(&bounce_mu);
+    bool ok = plan(h, bytes, pc, &np, d.device);
+    for (int i = 0; ok && i < np; i++) {
+        struct snap *s = pc[i].s;
+        if (s != NULL && !s->h2d_seen) {
+            s->h2d_seen = true;
+            s->read_first = s->filled * 2 > (s->reg_hi - s->reg_lo) >> bounce_page_shift;
+        }
+    }
+    pthread_mutex_unlock(&bounce_mu);
+    for (int i = 0; ok && i < np; i++)
+        if (pc[i].s != NULL && !link_for(call, pc[i].s, &d, bytes))
+            ok = false;
+    if (!ok) {
+        unpin(pc, np, false);
+        bounce_host_access(host, bytes, false);
+        return false;
+    }
+    double t1 = bounce_now_us();
+    CUresult r = CUDA_SUCCESS;
+    size_t from_snap = 0;
+    for (int i = 0; i < np && r == CUDA_SUCCESS; i++) {
+        struct snap *s = pc[i].s;
+        size_t len = pc[i].hi - pc[i].lo, off = pc[i].lo - h;
+        if (s == NULL) {
+            r = bgpu_htod(call, sync, dst + off, (const void *)pc[i].lo, len);
+            continue;
+        }
+        if (s->done != NULL)
+            bgpu_wait_event(call, s->done);
+        r = bgpu_copy(call, dst + off, s->buf.ptr + (pc[i].lo - s->host), len);
+        from_snap += len;
+    }
+    if (r != CUDA_SUCCESS) {
+        /* The original call does it all again, after what was issued. */
+        unpin(pc, np, false);
+        bounce_host_access(host, bytes, false);
+        return false;
+    }
+    for (int i = 0; i < np; i++)
+        if (pc[i].s != NULL && (i == 0 || pc[i].s != pc[i - 1].s))
+            bgpu_add_use(&pc[i].s->buf, call);
+    double t2 = bounce_now_us();
+    if (sync)
+        r = bgpu_fence(call, true, NULL);
+    LOG_DEBUG("bounce: H2D of %zu bytes in %d piece(s): plan %.0f us, issued %.0f us, "
+              "wait %.0f us", bytes, np, t1 - t0, t2 - t1, bounce_now_us() - t2);
+    if (record_enabled()) {
+        /* The run log's view of the traffic: GPU to GPU, per source. */
+        for (int i = 0; i < np; i++) {
+            if (pc[i].s == NULL)
+                continue;
+            char detail[24];
+            snprintf(detail, sizeof detail, "%zu", (size_t)(pc[i].hi - pc[i].lo));
+            record_event("bounce", pc[i].s->buf.dev, d.device, 0, detail);
+        }
+    }
+    unpin(pc, np, true);
+    atomic_fetch_add(&bst_upgraded, 1);
+    atomic_fetch_add(&bst_upgraded_bytes, from_snap);
+    *rc = r;
+    return true;
+}
