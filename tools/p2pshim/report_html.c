@@ -254,6 +254,19 @@ int report_html_write(FILE *f, const char *log_path,
             "%lld failed.</p>\n", (long long)s->peer_enables,
             report_fmt_ns((double)s->enable_ns, t, sizeof t),
             (long long)s->peer_enable_failures);
+    if (s->nbounces > 0) {
+        fputs("<h2>GPU to GPU through host memory</h2>\n<table id=\"bounces\">"
+              "<tr><th>pair</th><th>D2H then H2D</th><th>bytes</th><th></th></tr>\n", f);
+        for (int i = 0; i < s->nbounces; i++) {
+            char b[32];
+            fprintf(f, "<tr><td>%d&rarr;%d</td><td>%lld</td><td>%s</td><td>%s</td></tr>\n",
+                    s->bounces[i].from, s->bounces[i].to, (long long)s->bounces[i].pairs,
+                    report_fmt_bytes(s->bounces[i].bytes, b, sizeof b),
+                    s->bounces[i].served ? "bounced: the H2D came from a snapshot, peer to peer"
+                                         : "candidates: upgrade mode would bounce them");
+        }
+        fputs("</table>\n", f);
+    }
     fputs("<footer><small>p2pshim report, run log format 1</small></footer>\n"
           "</body></html>\n", f);
     return ferror(f) ? -1 : 0;
