@@ -172,6 +172,13 @@ def main():
                    f"report: bounce-candidates {bc} (exit {rep.returncode})")
             expect("0->1  1 pairs, 2.0 MiB  candidates" in rep.stdout,
                    "report text names the pair")
+            html = os.path.join(tmp, "report.html")
+            rh = subprocess.run([sys.argv[5], "report", "--format", "html", "-o", html,
+                                 os.path.join(tmp, logs[0])], capture_output=True, text=True,
+                                timeout=60)
+            page = open(html).read() if rh.returncode == 0 and os.path.exists(html) else ""
+            expect('<table id="bounces">' in page and "<td>0&rarr;1</td><td>1</td>" in page,
+                   f"html report: the bounces table (exit {rh.returncode})")
     elif case in ("many", "many_capped"):
         lines, decisions, footer = read_log(os.path.join(tmp, logs[0]))
         total = footer.get("records", 0) + footer.get("dropped", 0)
