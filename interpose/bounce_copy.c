@@ -305,6 +305,8 @@ bool bounce_d2h(const struct copy_call *call, bool sync, void *host, CUdeviceptr
         else
             how = HOW_NONE;
     }
+    if (how != HOW_NONE && bgpu_capturing(call))
+        how = HOW_NONE; /* captured into a graph: it runs later, if ever */
     if (how == HOW_NONE) {
         /* The driver writes the range: no snapshot may claim it after. */
         bounce_host_access(host, bytes, true);

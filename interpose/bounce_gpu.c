@@ -312,6 +312,20 @@ CUresult bgpu_fence(const struct copy_call *call, bool wait, struct dbuf *b)
     return CUDA_SUCCESS;
 }
 
+bool bgpu_capturing(const struct copy_call *call)
+{
+    const struct driver_api *d = driver_api();
+    CUresult (*is)(CUstream, CUstreamCaptureStatus *) =
+        call->per_thread ? d->stream_is_capturing_ptsz : d->stream_is_capturing;
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (is == NULL)
+        return false; /* a driver without capture */
+    CUresult r = is(call->stream, &st);
+    /* An error (a legacy-stream query while another stream captures, in
+     * global mode): the copy is the driver's to refuse, not the shim's. */
+    return r != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
 /* ---- copies in the program's flavour ----------------------------------- */
 
 CUresult bgpu_copy(const struct copy_call *call, CUdeviceptr dst, CUdeviceptr src,

@@ -172,6 +172,12 @@ bool bounce_h2d(const struct copy_call *call, bool sync, CUdeviceptr dst, const 
     if (!seen)
         return false;
     double t0 = bounce_now_us();
+    if (bgpu_capturing(call)) {
+        /* Captured into a graph, to run later: from the host as it will be
+         * then, never from a snapshot that may be gone by then. */
+        bounce_host_access(host, bytes, false);
+        return false;
+    }
     /* Events read and not yet processed (munmap returned) first. */
     uffd_barrier();
     bounce_reap();

@@ -105,6 +105,11 @@ void bgpu_add_use(struct dbuf *b, const struct copy_call *call);
 /* Blocks until every use of b is complete; forgets them. */
 void bgpu_sync_uses(struct dbuf *b);
 
+/* Whether the program's stream (call's flavour) is being captured into a
+ * graph: then nothing the shim issues there would run now, and the copy
+ * is left alone. */
+bool bgpu_capturing(const struct copy_call *call);
+
 /* The program's stream flavour: an async copy, an event record, a wait. */
 CUresult bgpu_copy(const struct copy_call *call, CUdeviceptr dst, CUdeviceptr src,
                    size_t bytes);

@@ -100,6 +100,10 @@ static void resolve_api(void)
     api.event_synchronize = (CUresult(*)(CUevent))driver_symbol("cuEventSynchronize");
     api.stream_create = (CUresult(*)(CUstream *, unsigned int))driver_symbol("cuStreamCreate");
     api.stream_synchronize = (CUresult(*)(CUstream))driver_symbol("cuStreamSynchronize");
+    api.stream_is_capturing = (CUresult(*)(CUstream, CUstreamCaptureStatus *))driver_symbol(
+        "cuStreamIsCapturing");
+    api.stream_is_capturing_ptsz = (CUresult(*)(CUstream, CUstreamCaptureStatus *))
+        driver_symbol("cuStreamIsCapturing_ptsz");
     api.stream_wait_event =
         (CUresult(*)(CUstream, CUevent, unsigned int))driver_symbol("cuStreamWaitEvent");
     api.stream_wait_event_ptsz =

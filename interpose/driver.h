@@ -49,6 +49,8 @@ struct driver_api {
     CUresult (*event_synchronize)(CUevent ev);
     CUresult (*stream_create)(CUstream *stream, unsigned int flags);
     CUresult (*stream_synchronize)(CUstream stream);
+    CUresult (*stream_is_capturing)(CUstream stream, CUstreamCaptureStatus *status);
+    CUresult (*stream_is_capturing_ptsz)(CUstream stream, CUstreamCaptureStatus *status);
     CUresult (*stream_wait_event)(CUstream stream, CUevent ev, unsigned int flags);
     CUresult (*stream_wait_event_ptsz)(CUstream stream, CUevent ev, unsigned int flags);
 };

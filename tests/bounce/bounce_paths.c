@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -185,6 +186,51 @@ static void pinned_eager(void)
     }
     PL_OK(cuMemFreeHost(hp));
     free(p);
+}
+
+/* 1d. Copies captured into a graph (cuStreamBeginCapture): they run when
+ * the graph is launched, if ever (never, in the stand-in), so the shim
+ * must not take a snapshot for them or serve them from one: the host
+ * buffer keeps what it held, and an H2D afterwards delivers that. Pinned
+ * (eager) and pageable (lazy) buffers. */
+static void captured(void)
+{
+    size_t n = (size_t)512 << 10;
+    unsigned char *p = buffer(n), *held = buffer(n);
+    CUstream s;
+    pl_use(bt_env.ctx[0]);
+    PL_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    for (int pinned = 0; pinned < 2; pinned++) {
+        const char *what = pinned ? "captured D2H, pinned" : "captured D2H, pageable";
+        void *hp = NULL;
+        if (pinned)
+            PL_OK(cuMemHostAlloc(&hp, n, 0));
+        else
+            hp = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        unsigned char *h = hp;
+        bt_pattern(held, n, 500 + pinned);
+        memcpy(h, held, n);
+        bt_pattern(p, n, 510 + pinned);
+        bt_set_dev(src0, p, n);
+        pl_use(bt_env.ctx[0]);
+        PL_OK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+        PL_OK(cuMemcpyDtoHAsync_v2(h, src0, n, s));
+        CUgraph g;
+        PL_OK(cuStreamEndCapture(s, &g));
+        pl_use(bt_env.ctx[1]);
+        PL_OK(cuMemcpyHtoD_v2(dst1, h, n));
+        pl_use(bt_env.ctx[0]);
+        bt_check_dev(dst1, held, n, what);
+        bt_check_host(h, held, n, what);
+        line(what, h, n, dst1, n);
+        if (pinned)
+            PL_OK(cuMemFreeHost(hp));
+        else
+            munmap(hp, n);
+    }
+    PL_OK(cuStreamDestroy_v2(s));
+    free(p);
+    free(held);
 }
 
 /* 2. One staging buffer, both directions, six rounds. */
@@ -374,6 +420,7 @@ int main(int argc, char **argv)
     flavours();
     adaptive();
     pinned_eager();
+    captured();
     loop();
     partial();
     writes();

@@ -95,6 +95,7 @@ struct sd_op {
     char *mdst; size_t mpitch, mwidth, mheight;    /* SD_OP_MEMSET */
     unsigned mvalue; int melem;
     uint64_t wait_stream, wait_seq;                /* SD_OP_WAIT */
+    int captured;     /* issued to a capturing stream: part of a graph, not run */
 };
 
 struct CUstream_st {
@@ -106,6 +107,7 @@ struct CUstream_st {
     int priority;
     uint64_t thread;         /* SD_STREAM_PTDS: owning thread's key */
     struct sd_op *head, *tail;
+    int capturing;           /* cuStreamBeginCapture .. cuStreamEndCapture */
 };
 
 struct CUevent_st {

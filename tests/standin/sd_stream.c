@@ -144,6 +144,7 @@ struct sd_op *sd_op_new(enum sd_op_kind k)
 
 void sd_enqueue(struct CUstream_st *s, struct sd_op *op)
 {
+    op->captured = s->capturing;
     op->seq = ++sd.seq;
     op->next = NULL;
     if (s->tail)
@@ -199,6 +200,8 @@ static void exec_memset(const struct sd_op *op)
 
 static void exec_op(struct sd_op *op)
 {
+    if (op->captured)
+        return; /* recorded into a graph, which the stand-in never launches */
     if (op->kind == SD_OP_COPY)
         exec_copy(&op->x);
     else if (op->kind == SD_OP_MEMSET)
@@ -377,9 +380,76 @@ static CUresult stream_sync(CUstream h, int pt)
 {
     struct CUstream_st *s;
     CUresult r = sd_stream_resolve(h, pt, &s);
+    if (r == CUDA_SUCCESS && s->capturing)
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     if (r == CUDA_SUCCESS)
         sd_run_until(s, UINT64_MAX);
     return r;
+}
+
+/* ---- stream capture (a model: what a capturing stream is given is
+ * recorded, not run; the graph is never launched) ---- */
+
+static CUresult begin_capture(CUstream h, int pt)
+{
+    struct CUstream_st *s;
+    CUresult r = sd_stream_resolve(h, pt, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (s->kind == SD_STREAM_LEGACY)
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    if (s->capturing)
+        return CUDA_ERROR_ILLEGAL_STATE;
+    sd_run_until(s, UINT64_MAX); /* what came before is not part of the graph */
+    s->capturing = 1;
+    return CUDA_SUCCESS;
+}
+SD_API CUresult CUDAAPI cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
+{
+    (void)mode;
+    SD_BODY(begin_capture(hStream, 0));
+}
+
+static CUresult end_capture(CUstream h, CUgraph *graph)
+{
+    struct CUstream_st *s;
+    CUresult r = sd_stream_resolve(h, 0, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!graph)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!s->capturing)
+        return CUDA_ERROR_ILLEGAL_STATE;
+    s->capturing = 0;
+    static int token;
+    *graph = (CUgraph)(void *)&token;
+    return CUDA_SUCCESS;
+}
+SD_API CUresult CUDAAPI cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
+{
+    SD_BODY(end_capture(hStream, phGraph));
+}
+
+static CUresult is_capturing(CUstream h, CUstreamCaptureStatus *st, int pt)
+{
+    struct CUstream_st *s;
+    CUresult r = sd_stream_resolve(h, pt, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!st)
+        return CUDA_ERROR_INVALID_VALUE;
+    *st = s->capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+    return CUDA_SUCCESS;
+}
+SD_API CUresult CUDAAPI cuStreamIsCapturing(CUstream hStream,
+                                            CUstreamCaptureStatus *captureStatus)
+{
+    SD_BODY(is_capturing(hStream, captureStatus, 0));
+}
+SD_API CUresult CUDAAPI cuStreamIsCapturing_ptsz(CUstream hStream,
+                                                 CUstreamCaptureStatus *captureStatus)
+{
+    SD_BODY(is_capturing(hStream, captureStatus, 1));
 }
 SD_API CUresult CUDAAPI cuStreamSynchronize(CUstream hStream)
 {
