@@ -53,8 +53,12 @@ static void run(const char *what, int kind)
                 CHECK(cuMemcpyHtoDAsync_v2(a0, host, 4, NULL));
             else if (kind == 2)
                 CHECK(cuMemcpyAsync(b0, a0, 4, NULL));
-            else
+            else if (kind == 3)
                 CHECK(cuMemcpyPeerAsync(a1, ctx1, a0, ctx0, 4, NULL));
+            else if (kind == 4)
+                CHECK(cuMemsetD8Async(b0, 1, 4, NULL));
+            else
+                CHECK(cuMemcpyDtoHAsync_v2(host, a0, 4, NULL));
         }
         double t1 = now_ns();
         CHECK(cuStreamSynchronize(NULL)); /* the stand-in queues async work */
@@ -80,5 +84,9 @@ int main(void)
     run("cuMemcpyHtoDAsync 4 B", 1);
     run("same-device cuMemcpyAsync 4 B", 2);
     run("cross-device cuMemcpyPeerAsync 4 B", 3);
+    /* Hooked since host bounces: a memset (GPU work that may write host
+     * memory) and a device-to-host copy (a bounce candidate). */
+    run("cuMemsetD8Async 4 B", 4);
+    run("cuMemcpyDtoHAsync 4 B", 5);
     return 0;
 }
