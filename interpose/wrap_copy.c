@@ -9,8 +9,11 @@
 #define PT true  /* per-thread variant */
 #define LG false /* legacy-stream variant */
 
-/* `consider` sees `call` (the variant, its stream and per-thread flag). */
-#define WRAP_STREAM(name, params, args, stream_expr, pt, consider)            \
+/* `act` sees `call` (the variant, its stream and per-thread flag) and
+ * yields a struct copy_action: call the original, or return the answer of
+ * the shim's replacement (bounce.h), which kept the variant's stream,
+ * flavour (legacy or per-thread) and synchronisation. */
+#define WRAP_ACT(name, params, args, stream_expr, pt, act)                    \
     P2PSHIM_EXPORT CUresult name params                                       \
     {                                                                         \
         pfn_##name real = REAL(name);                                         \
@@ -20,8 +23,10 @@
         struct copy_call *call = &call_;                                      \
         if (!shim_begin())                                                    \
             return real args;                                                 \
-        consider;                                                             \
+        struct copy_action act_ = act;                                        \
         shim_end();                                                           \
+        if (act_.replaced)                                                    \
+            return act_.rc;                                                   \
         if (call_.correlation == 0 && !call_.nvtx_range)                      \
             return real args;                                                 \
         copy_call_begin(call);                                                \
@@ -29,6 +34,11 @@
         copy_call_end(call);                                                  \
         return r_;                                                            \
     }
+/* A copy the shim only considers (maybe enabling peer access), never
+ * replaces. */
+#define WRAP_STREAM(name, params, args, stream_expr, pt, consider)            \
+    WRAP_ACT(name, params, args, stream_expr, pt,                             \
+             ((consider), (struct copy_action){false, CUDA_SUCCESS}))
 #define WRAP(name, params, args, consider, pt) WRAP_STREAM(name, params, args, NULL, pt, consider)
 
 /* ---- linear copies in the unified address space ---- */
@@ -120,53 +130,28 @@ WRAP_3DBATCH_12080(cuMemcpy3DBatchAsync_ptsz, PT)
 WRAP_3DBATCH_13000(cuMemcpy3DBatchAsync_v2, LG)
 WRAP_3DBATCH_13000(cuMemcpy3DBatchAsync_v2_ptsz, PT)
 
-/* ---- host <-> device: the shim may run a replacement (bounce.h) ----
- * copy_consider_host returns the action: call the original, or return the
- * replacement's answer. The replacement keeps the variant's stream and
- * flavour (legacy or per-thread) and its synchronisation. */
-#define WRAP_HOST(name, params, args, stream_expr, pt, consider)              \
-    P2PSHIM_EXPORT CUresult name params                                       \
-    {                                                                         \
-        pfn_##name real = REAL(name);                                         \
-        if (real == NULL)                                                     \
-            return CUDA_ERROR_NOT_INITIALIZED;                                \
-        struct copy_call call_ = {HOOK_##name, (stream_expr), (pt), 0, false}; \
-        struct copy_call *call = &call_;                                      \
-        if (!shim_begin())                                                    \
-            return real args;                                                 \
-        struct copy_action act_ = consider;                                   \
-        shim_end();                                                           \
-        if (act_.replaced)                                                    \
-            return act_.rc;                                                   \
-        if (call_.correlation == 0 && !call_.nvtx_range)                      \
-            return real args;                                                 \
-        copy_call_begin(call);                                                \
-        CUresult r_ = real args;                                              \
-        copy_call_end(call);                                                  \
-        return r_;                                                            \
-    }
-
+/* ---- host <-> device: the shim may run a replacement (bounce.h) ---- */
 #define SYNC true
 #define ASYNC false
 #define HTOD(name, pt)                                                        \
-    WRAP_HOST(name, (CUdeviceptr d, const void *h, size_t n), (d, h, n), NULL, pt, \
+    WRAP_ACT(name, (CUdeviceptr d, const void *h, size_t n), (d, h, n), NULL, pt, \
               copy_consider_host(call, d, h, n, true, SYNC))
 #define DTOH(name, pt)                                                        \
-    WRAP_HOST(name, (void *h, CUdeviceptr d, size_t n), (h, d, n), NULL, pt,  \
+    WRAP_ACT(name, (void *h, CUdeviceptr d, size_t n), (h, d, n), NULL, pt,  \
               copy_consider_host(call, d, h, n, false, SYNC))
 #define HTOD_ASYNC(name, pt)                                                  \
-    WRAP_HOST(name, (CUdeviceptr d, const void *h, size_t n, CUstream s),     \
+    WRAP_ACT(name, (CUdeviceptr d, const void *h, size_t n, CUstream s),     \
               (d, h, n, s), s, pt, copy_consider_host(call, d, h, n, true, ASYNC))
 #define DTOH_ASYNC(name, pt)                                                  \
-    WRAP_HOST(name, (void *h, CUdeviceptr d, size_t n, CUstream s),           \
+    WRAP_ACT(name, (void *h, CUdeviceptr d, size_t n, CUstream s),           \
               (h, d, n, s), s, pt, copy_consider_host(call, d, h, n, false, ASYNC))
 
 /* Unified copies: one of them may be a host bounce too. */
 #define UNIFIED(name, pt)                                                     \
-    WRAP_HOST(name, (CUdeviceptr dst, CUdeviceptr src, size_t n), (dst, src, n), NULL, pt, \
+    WRAP_ACT(name, (CUdeviceptr dst, CUdeviceptr src, size_t n), (dst, src, n), NULL, pt, \
               copy_consider_linear(call, dst, src, n, SYNC))
 #define UNIFIED_ASYNC(name, pt)                                               \
-    WRAP_HOST(name, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s), \
+    WRAP_ACT(name, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s), \
               (dst, src, n, s), s, pt, copy_consider_linear(call, dst, src, n, ASYNC))
 
 UNIFIED(cuMemcpy, LG)
