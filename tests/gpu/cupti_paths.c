@@ -117,18 +117,25 @@ int cupti_paths_init(char *err, size_t err_len)
     return 0;
 }
 
-int cupti_paths_begin(char *err, size_t err_len)
+/* Every record so far delivered: 0, or -1 with err set. */
+static int flush_ready(char *err, size_t err_len)
 {
-    CUptiResult r;
     if (!cp_ready) {
         snprintf(err, err_len, "CUPTI not initialised");
         return -1;
     }
-    r = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    CUptiResult r = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     if (r != CUPTI_SUCCESS) {
         cp_reason(err, err_len, "cuptiActivityFlushAll", r);
         return -1;
     }
+    return 0;
+}
+
+int cupti_paths_begin(char *err, size_t err_len)
+{
+    if (flush_ready(err, err_len) != 0)
+        return -1;
     pthread_mutex_lock(&cp_lock);
     memset(&cp_counts, 0, sizeof cp_counts);
     cp_dropped = 0;
@@ -139,17 +146,9 @@ int cupti_paths_begin(char *err, size_t err_len)
 
 int cupti_paths_end(struct cupti_paths_counts *out, char *err, size_t err_len)
 {
-    CUptiResult r;
     int rc = 0;
-    if (!cp_ready) {
-        snprintf(err, err_len, "CUPTI not initialised");
+    if (flush_ready(err, err_len) != 0)
         return -1;
-    }
-    r = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    if (r != CUPTI_SUCCESS) {
-        cp_reason(err, err_len, "cuptiActivityFlushAll", r);
-        return -1;
-    }
     pthread_mutex_lock(&cp_lock);
     *out = cp_counts;
     if (cp_dropped != 0) {
