@@ -327,22 +327,19 @@ struct copy_action copy_consider_linear(struct copy_call *call, CUdeviceptr dst,
 {
     struct copy_action act = {false, CUDA_SUCCESS};
     const struct p2pshim_config *cfg = shim_config();
-    if (cfg->mode == P2PSHIM_MODE_OBSERVE && bytes >= BOUNCE_UNIFIED_MIN && dst != 0 &&
-        src != 0) {
+    bool observe = cfg->mode == P2PSHIM_MODE_OBSERVE;
+    bool bounce = cfg->mode == P2PSHIM_MODE_UPGRADE && cfg->bounce != P2PSHIM_BOUNCE_OFF;
+    if (bytes >= BOUNCE_UNIFIED_MIN && dst != 0 && src != 0 && (observe || bounce)) {
         struct owner_info di, si;
         bool dh = is_host(dst, &di), sh = is_host(src, &si);
-        if (dh && !sh)
-            watch_host_copy(src, (const void *)(uintptr_t)dst, bytes, false);
-        else if (sh && !dh)
-            watch_host_copy(dst, (const void *)(uintptr_t)src, bytes, true);
-    }
-    if (bytes >= BOUNCE_UNIFIED_MIN && dst != 0 && src != 0 &&
-        cfg->mode == P2PSHIM_MODE_UPGRADE && cfg->bounce != P2PSHIM_BOUNCE_OFF) {
-        struct owner_info di, si;
-        bool dh = is_host(dst, &di), sh = is_host(src, &si);
-        if (dh && !sh && si.device >= 0)
+        bool d2h = dh && !sh && si.device >= 0, h2d = sh && !dh && di.device >= 0;
+        if (observe && d2h)
+            watch_d2h((const void *)(uintptr_t)dst, bytes, si.device);
+        else if (observe && h2d)
+            watch_h2d((const void *)(uintptr_t)src, bytes, di.device);
+        else if (d2h)
             act.replaced = bounce_d2h(call, sync, (void *)(uintptr_t)dst, src, bytes, &act.rc);
-        else if (sh && !dh && di.device >= 0)
+        else if (h2d)
             act.replaced = bounce_h2d(call, sync, dst, (const void *)(uintptr_t)src, bytes,
                                       &act.rc);
         if (act.replaced) {
