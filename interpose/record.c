@@ -16,6 +16,7 @@
 
 #include "hooks.h"
 #include "log.h"
+#include "thread_start.h"
 
 enum entry_type { ENTRY_DECISION = 1, ENTRY_EVENT, ENTRY_ACTIVITY };
 
@@ -320,7 +321,7 @@ static void start_writer(void)
     pthread_mutex_lock(&writer_lock);
     if (!atomic_load(&writer_started) && getpid() == log_pid) {
         atomic_store(&writer_stop, false);
-        if (pthread_create(&writer, NULL, writer_main, NULL) == 0)
+        if (shim_thread_start(&writer, NULL, writer_main, NULL) == 0)
             atomic_store_explicit(&writer_started, true, memory_order_release);
     }
     pthread_mutex_unlock(&writer_lock);

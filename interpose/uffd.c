@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "thread_start.h"
 
 #ifndef USERFAULTFD_IOC_NEW
 #define USERFAULTFD_IOC_NEW _IO(0xAA, 0x00)
@@ -165,7 +166,7 @@ static void open_body(void)
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_t t;
-    int rc = pthread_create(&t, &attr, handler_main, NULL);
+    int rc = shim_thread_start(&t, &attr, handler_main, NULL);
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
