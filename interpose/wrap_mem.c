@@ -56,19 +56,36 @@ static void record_pool(CUdeviceptr ptr, size_t size, CUstream stream, bool per_
         record((uintptr_t)ptr, size, MEM_KIND_POOL, dev, ctx);
 }
 
-/* The program's allocation failed for lack of memory: if the shim holds
- * bounce snapshots on the current device, it gives them back and the call
- * is made again, so the shim never makes an allocation fail. */
+/* The program's allocation on `dev` failed for lack of memory: if the shim
+ * holds bounce snapshots there, it gives them back and the call is made
+ * again, so the shim never makes an allocation fail. */
+static bool oom_release_on(CUresult r, int dev)
+{
+    if (r != CUDA_ERROR_OUT_OF_MEMORY || dev < 0 || !bounce_active() || !shim_begin())
+        return false;
+    bool freed = bounce_release_device(dev);
+    shim_end();
+    return freed;
+}
+
+/* The same for an allocation on the current context's device. */
 static bool oom_release(CUresult r)
 {
     const struct driver_api *d = driver_api();
     CUdevice dev = -1;
-    if (r != CUDA_ERROR_OUT_OF_MEMORY || !bounce_active() || d->ctx_get_device == NULL ||
-        d->ctx_get_device(&dev) != CUDA_SUCCESS || !shim_begin())
+    if (r != CUDA_ERROR_OUT_OF_MEMORY || d->ctx_get_device == NULL ||
+        d->ctx_get_device(&dev) != CUDA_SUCCESS)
         return false;
-    bool freed = bounce_release_device((int)dev);
-    shim_end();
-    return freed;
+    return oom_release_on(r, (int)dev);
+}
+
+/* The same for a stream-ordered allocation: on the stream's device. */
+static bool oom_release_stream(CUresult r, CUstream s, bool per_thread)
+{
+    if (r != CUDA_ERROR_OUT_OF_MEMORY)
+        return false;
+    int dev = driver_ctx_device(driver_stream_ctx(s, per_thread));
+    return dev >= 0 ? oom_release_on(r, dev) : oom_release(r);
 }
 
 P2PSHIM_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
@@ -145,7 +162,7 @@ P2PSHIM_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
     {                                                                         \
         REAL_OR_FAIL(name);                                                   \
         CUresult r = real(dptr, bytesize, s);                                 \
-        if (oom_release(r))                                                   \
+        if (oom_release_stream(r, s, pt))                                     \
             r = real(dptr, bytesize, s);                                      \
         if (r == CUDA_SUCCESS && shim_begin()) {                              \
             record_pool(*dptr, bytesize, s, pt);                              \
@@ -162,7 +179,7 @@ WRAP_ALLOC_ASYNC(cuMemAllocAsync_ptsz, true)
     {                                                                         \
         REAL_OR_FAIL(name);                                                   \
         CUresult r = real(dptr, bytesize, pool, s);                           \
-        if (oom_release(r))                                                   \
+        if (oom_release_stream(r, s, pt))                                     \
             r = real(dptr, bytesize, pool, s);                                \
         if (r == CUDA_SUCCESS && shim_begin()) {                              \
             record_pool(*dptr, bytesize, s, pt);                              \
@@ -246,10 +263,10 @@ P2PSHIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t
 {
     REAL_OR_FAIL(cuMemCreate);
     CUresult r = real(handle, size, prop, flags);
-    if (oom_release(r))
+    bool on_device = prop != NULL && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE;
+    if (oom_release_on(r, on_device ? prop->location.id : -1))
         r = real(handle, size, prop, flags);
-    if (r == CUDA_SUCCESS && prop != NULL &&
-        prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE && shim_begin()) {
+    if (r == CUDA_SUCCESS && on_device && shim_begin()) {
         ownership_handle_add((uint64_t)*handle, prop->location.id);
         shim_end();
     }
@@ -290,4 +307,31 @@ P2PSHIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
         shim_end();
     }
     return real(ptr, size);
+}
+
+/* Arrays take device memory too: the same retry, nothing recorded (no
+ * copy the shim handles has an array end). */
+P2PSHIM_EXPORT CUresult cuArrayCreate_v2(CUarray *pHandle,
+                                         const CUDA_ARRAY_DESCRIPTOR *pAllocateArray)
+{
+    REAL_OR_FAIL(cuArrayCreate_v2);
+    CUresult r = real(pHandle, pAllocateArray);
+    return oom_release(r) ? real(pHandle, pAllocateArray) : r;
+}
+
+P2PSHIM_EXPORT CUresult cuArray3DCreate_v2(CUarray *pHandle,
+                                           const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray)
+{
+    REAL_OR_FAIL(cuArray3DCreate_v2);
+    CUresult r = real(pHandle, pAllocateArray);
+    return oom_release(r) ? real(pHandle, pAllocateArray) : r;
+}
+
+P2PSHIM_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle,
+                                               const CUDA_ARRAY3D_DESCRIPTOR *pMipmappedArrayDesc,
+                                               unsigned int numMipmapLevels)
+{
+    REAL_OR_FAIL(cuMipmappedArrayCreate);
+    CUresult r = real(pHandle, pMipmappedArrayDesc, numMipmapLevels);
+    return oom_release(r) ? real(pHandle, pMipmappedArrayDesc, numMipmapLevels) : r;
 }

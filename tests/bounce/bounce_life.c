@@ -272,29 +272,97 @@ static void case_budget(void)
 /* The program's allocation needs the memory the shim's snapshots hold:
  * the shim gives them back (filling their buffers first) and the
  * allocation succeeds, as without the shim. */
+/* Allocations of almost all the memory free on device 0 before the
+ * bounces, each way a program can take device memory: linear, a 2D array,
+ * a 3D array, a mipmapped array (two levels: 1 + 1/4 of the first level's
+ * bytes); and two made while device 1 is current: cuMemCreate for device 0
+ * (whole 2 MiB granules) and a stream-ordered one on a stream of device 0. */
+enum oom_way {
+    OOM_LINEAR, OOM_ARRAY, OOM_ARRAY3D, OOM_MIPMAPPED, OOM_VMM_OTHER, OOM_ASYNC_OTHER, OOM_WAYS
+};
+static const char *const oom_way_name[OOM_WAYS] = {"linear",    "array",     "array3d",
+                                                   "mipmapped", "vmm-other", "async-other"};
+
+static CUresult oom_other_device(enum oom_way way, size_t bytes)
+{
+    CUresult r;
+    CUstream s0 = NULL;
+    PL_OK(cuStreamCreate(&s0, CU_STREAM_NON_BLOCKING)); /* on device 0 */
+    pl_use(bt_env.ctx[1]);
+    if (way == OOM_VMM_OTHER) {
+        CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                    .location = {CU_MEM_LOCATION_TYPE_DEVICE, 0}};
+        CUmemGenericAllocationHandle h;
+        if ((r = cuMemCreate(&h, bytes & ~(((size_t)2 << 20) - 1), &prop, 0)) == CUDA_SUCCESS)
+            PL_OK(cuMemRelease(h));
+    } else {
+        CUdeviceptr p = 0;
+        if ((r = cuMemAllocAsync(&p, bytes, s0)) == CUDA_SUCCESS) {
+            PL_OK(cuMemFreeAsync(p, s0));
+            PL_OK(cuStreamSynchronize(s0));
+        }
+    }
+    pl_use(bt_env.ctx[0]);
+    PL_OK(cuStreamDestroy_v2(s0));
+    return r;
+}
+
+static CUresult oom_alloc_and_free(enum oom_way way, size_t bytes)
+{
+    CUresult r;
+    CUDA_ARRAY3D_DESCRIPTOR d3 = {.Format = CU_AD_FORMAT_UNSIGNED_INT8, .NumChannels = 1};
+    if (way == OOM_LINEAR) {
+        CUdeviceptr big = 0;
+        if ((r = cuMemAlloc_v2(&big, bytes)) == CUDA_SUCCESS)
+            PL_OK(cuMemFree_v2(big));
+    } else if (way == OOM_ARRAY) {
+        CUDA_ARRAY_DESCRIPTOR d = {.Width = 65536, .Height = bytes / 65536,
+                                   .Format = CU_AD_FORMAT_UNSIGNED_INT8, .NumChannels = 1};
+        CUarray a = NULL;
+        if ((r = cuArrayCreate_v2(&a, &d)) == CUDA_SUCCESS)
+            PL_OK(cuArrayDestroy(a));
+    } else if (way == OOM_ARRAY3D) {
+        d3.Width = 4096;
+        d3.Height = 16;
+        d3.Depth = bytes / 65536;
+        CUarray a = NULL;
+        if ((r = cuArray3DCreate_v2(&a, &d3)) == CUDA_SUCCESS)
+            PL_OK(cuArrayDestroy(a));
+    } else if (way == OOM_MIPMAPPED) {
+        d3.Width = 65536;
+        d3.Height = bytes / (65536 + 16384);
+        CUmipmappedArray m = NULL;
+        if ((r = cuMipmappedArrayCreate(&m, &d3, 2)) == CUDA_SUCCESS)
+            PL_OK(cuMipmappedArrayDestroy(m));
+    } else {
+        r = oom_other_device(way, bytes);
+    }
+    return r;
+}
+
 static void case_oom(void)
 {
     enum { K = 4 };
     size_t n = (size_t)1 << 20, free_b = 0, total = 0;
     unsigned char *h[K];
-    /* What the program may allocate: all that is free before it bounces. */
-    standin_flush_all();
-    PL_OK(cuMemGetInfo_v2(&free_b, &total));
-    for (int i = 0; i < K; i++) {
-        h[i] = malloc(n);
-        d2h(h[i], n, 800 + (unsigned)i);
-    }
-    CUdeviceptr big = 0;
-    CUresult r = cuMemAlloc_v2(&big, free_b - 65536);
-    PL_EXPECT(r == CUDA_SUCCESS, "the program's allocation failed (%d)", (int)r);
-    if (r == CUDA_SUCCESS)
-        PL_OK(cuMemFree_v2(big));
-    for (int i = 0; i < K; i++) {
-        bt_pattern(want, n, 800 + (unsigned)i);
-        char what[32];
-        snprintf(what, sizeof what, "after oom %d", i);
-        h2d_check(h[i], n, what);
-        free(h[i]);
+    for (int way = 0; way < OOM_WAYS; way++) {
+        /* What the program may allocate: all that is free before it bounces. */
+        standin_flush_all();
+        PL_OK(cuMemGetInfo_v2(&free_b, &total));
+        for (int i = 0; i < K; i++) {
+            h[i] = malloc(n);
+            d2h(h[i], n, 800 + (unsigned)(way * K + i));
+        }
+        CUresult r = oom_alloc_and_free((enum oom_way)way, free_b - 65536);
+        PL_EXPECT(r == CUDA_SUCCESS, "the program's %s allocation failed (%d)",
+                  oom_way_name[way], (int)r);
+        for (int i = 0; i < K; i++) {
+            bt_pattern(want, n, 800 + (unsigned)(way * K + i));
+            char what[48];
+            snprintf(what, sizeof what, "after %s oom %d", oom_way_name[way], i);
+            h2d_check(h[i], n, what);
+            free(h[i]);
+        }
     }
 }
 

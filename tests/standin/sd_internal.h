@@ -125,7 +125,8 @@ enum sd_kind {
     SD_MEM_VMM,         /* a cuMemMap mapping */
     SD_MEM_MANAGED,     /* cuMemAllocManaged */
     SD_MEM_PINNED,      /* cuMemAllocHost, cuMemHostAlloc */
-    SD_MEM_REGISTERED   /* cuMemHostRegister */
+    SD_MEM_REGISTERED,  /* cuMemHostRegister */
+    SD_MEM_ARRAY        /* a CUDA array's storage (sd_array.c): no lookup finds it */
 };
 
 struct CUmemPoolHandle_st {
@@ -291,6 +292,7 @@ int sd_mem_on_device(const struct sd_alloc *a);
 int sd_owned_region(uintptr_t p);
 
 /* sd_vmm.c */
+void sd_arrays_free(void);     /* every array handle (teardown) */
 void sd_vmm_init(void);
 void sd_vmm_fini(void);
 struct CUmemPoolHandle_st *sd_pool_new(int dev, int is_default);

@@ -83,7 +83,7 @@ struct sd_alloc *sd_lookup(uintptr_t p)
     if (i == 0)
         return NULL;
     struct sd_alloc *a = &sd.allocs[i - 1];
-    return p - a->base < a->size ? a : NULL;
+    return p - a->base < a->size && a->kind != SD_MEM_ARRAY ? a : NULL;
 }
 
 struct sd_alloc *sd_lookup_span(uintptr_t p, size_t n)

@@ -407,6 +407,7 @@ void sd_teardown_all(void)
     }
     sd_vmm_fini();
     sd_free_all_allocs();
+    sd_arrays_free();
     sd_pools_free();
     while (sd.ctxs) {
         struct CUctx_st *c = sd.ctxs;

@@ -538,6 +538,7 @@ int main(void)
     test_pointer_attributes();
     test_pools();
     test_vmm();
+    test_arrays();
     test_proc_address();
     test_ordering();
     test_batches_and_2d();

@@ -50,5 +50,6 @@ CUdeviceptr alloc_on(int d, size_t n, unsigned char fill);
 void test_ordering(void);
 void test_batches_and_2d(void);
 void test_threads(void);
+void test_arrays(void);
 
 #endif
