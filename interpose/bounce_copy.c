@@ -30,6 +30,12 @@ static bool uffd_ok;
 
 static void once_body(void)
 {
+    if (!bounce_libc_sizes_known()) {
+        /* Said at warning level: the program looks normal, only slower. */
+        LOG_WARN("bounce: free() comes from an allocator without its own "
+                 "malloc_usable_size; host bounces off");
+        return;
+    }
     uffd_ok = bounce_start();
     (void)bgpu_pageable_access(); /* asked now: plan() asks under bounce_mu */
     /* Registered after shim.c's: our prepare (filling lazy pages, with

@@ -181,6 +181,9 @@ void bounce_snap_free(struct snap *s); /* its memory (no lock needed) */
 /* Without bounce_mu: */
 /* Opens userfaultfd (once); false when unavailable. */
 bool bounce_start(void);
+/* bounce_libc.c: the allocator answering malloc_usable_size is the one
+ * the free wrapper forwards to (else no bounces: see there). */
+bool bounce_libc_sizes_known(void);
 /* Fills the missing pages of s (pinned) in [lo, hi) except those wholly
  * inside [ex_lo, ex_hi); outside the handler, also waits for pages others
  * are filling there (the handler never waits for other threads: they may

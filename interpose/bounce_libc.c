@@ -17,11 +17,13 @@
 #include <errno.h>
 #include <malloc.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <sys/mman.h>
 
 #include "bounce.h"
+#include "bounce_int.h"
 #include "bounce_watch.h"
 #include "driver.h"
 #include "shim_cuda.h"
@@ -46,6 +48,30 @@ static void *next_symbol(const char *name)
         fn = real_dlsym(RTLD_NEXT, name);
     resolving = 0;
     return fn;
+}
+
+/* Whether the sizes bounce_host_release/keep ask of malloc_usable_size are
+ * the freeing allocator's. Our free and realloc run only when the program
+ * resolves free to us; they then forward to the next free (RTLD_NEXT), and
+ * malloc_usable_size must come from the same object. Where an allocator
+ * after us replaces free but not malloc_usable_size, glibc's would read a
+ * chunk header that is not there (a wrong size ends other buffers'
+ * snapshots without their bytes, or a fault). */
+bool bounce_libc_sizes_known(void)
+{
+    dlsym_fn real_dlsym = driver_real_dlsym();
+    if (real_dlsym == NULL)
+        return false;
+    Dl_info self, a, b;
+    void *program_free = real_dlsym(RTLD_DEFAULT, "free");
+    if (program_free == NULL || dladdr(program_free, &a) == 0 ||
+        dladdr((void *)bounce_libc_sizes_known, &self) == 0)
+        return false;
+    if (a.dli_fbase != self.dli_fbase)
+        return true; /* not ours: the program frees past us */
+    void *next_free = real_dlsym(RTLD_NEXT, "free");
+    return next_free != NULL && dladdr(next_free, &a) != 0 &&
+           dladdr((void *)malloc_usable_size, &b) != 0 && a.dli_fbase == b.dli_fbase;
 }
 
 P2PSHIM_EXPORT void free(void *p)
