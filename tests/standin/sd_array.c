@@ -130,24 +130,6 @@ static CUresult destroy(struct sd_arr *h, int what)
     return CUDA_SUCCESS;
 }
 
-static CUresult array_create(CUarray *out, const CUDA_ARRAY_DESCRIPTOR *d)
-{
-    if (out == NULL || d == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
-    size_t n = level_bytes(d->Width, d->Height, 0, d->Format, d->NumChannels);
-    if (n == 0)
-        return CUDA_ERROR_INVALID_VALUE;
-    struct sd_arr *h = NULL;
-    CUresult r = reserve(n, ARR_PLAIN, &h);
-    if (r == CUDA_SUCCESS)
-        *out = (CUarray)h;
-    return r;
-}
-SD_API CUresult CUDAAPI cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray)
-{
-    SD_BODY(array_create(pHandle, pAllocateArray));
-}
-
 static CUresult array3d_create(CUarray *out, const CUDA_ARRAY3D_DESCRIPTOR *d)
 {
     if (out == NULL || d == NULL)
@@ -165,6 +147,20 @@ SD_API CUresult CUDAAPI cuArray3DCreate_v2(CUarray *pHandle,
                                            const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray)
 {
     SD_BODY(array3d_create(pHandle, pAllocateArray));
+}
+
+/* A 2D (or 1D) array is a 3D one of depth 0. */
+static CUresult array_create(CUarray *out, const CUDA_ARRAY_DESCRIPTOR *d)
+{
+    if (d == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUDA_ARRAY3D_DESCRIPTOR d3 = {.Width = d->Width, .Height = d->Height,
+                                  .Format = d->Format, .NumChannels = d->NumChannels};
+    return array3d_create(out, &d3);
+}
+SD_API CUresult CUDAAPI cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray)
+{
+    SD_BODY(array_create(pHandle, pAllocateArray));
 }
 
 /* Each level halves every dimension that is not 0 (down to 1); a level
