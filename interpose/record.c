@@ -67,6 +67,10 @@ static bool header_written;
 
 static pthread_t writer;
 static atomic_bool writer_started, writer_stop;
+/* In a forked child no writer thread is started (a child of a threaded
+ * process should not start threads; ThreadSanitizer refuses it): whoever
+ * fills half the ring writes it out, and exit writes the rest. */
+static atomic_bool in_forked_child;
 static pthread_mutex_t writer_lock = PTHREAD_MUTEX_INITIALIZER;
 
 uint64_t record_now_ns(void)
@@ -87,6 +91,7 @@ uint64_t record_next_id(void)
 }
 
 static void start_writer(void);
+static void drain_half_full(size_t pos);
 
 static void enqueue(const struct entry *e)
 {
@@ -112,7 +117,9 @@ static void enqueue(const struct entry *e)
             pos = atomic_load_explicit(&enqueue_pos, memory_order_relaxed);
         }
     }
-    if (!atomic_load_explicit(&writer_started, memory_order_acquire))
+    if (atomic_load_explicit(&in_forked_child, memory_order_relaxed))
+        drain_half_full(pos);
+    else if (!atomic_load_explicit(&writer_started, memory_order_acquire))
         start_writer();
 }
 
@@ -316,6 +323,16 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
+/* Forked child: the record at pos completed half the ring. */
+static void drain_half_full(size_t pos)
+{
+    size_t half = (ring_mask + 1) / 2;
+    if ((pos + 1) % half != 0 || pthread_mutex_trylock(&drain_lock) != 0)
+        return;
+    drain(&writer_buf);
+    pthread_mutex_unlock(&drain_lock);
+}
+
 static void start_writer(void)
 {
     pthread_mutex_lock(&writer_lock);
@@ -370,6 +387,7 @@ static void fork_child(void)
     pthread_mutex_init(&writer_lock, NULL);
     reset_ring();
     atomic_store(&writer_started, false);
+    atomic_store(&in_forked_child, true);
     atomic_store(&dropped, 0);
     atomic_store(&written_decisions, 0);
     atomic_store(&written_activities, 0);

@@ -2,7 +2,7 @@
 """Runs rec_probe under the shim with a run log and checks the log.
 
 check_log.py CASE PROBE PRELOAD STANDIN_DIR [LAUNCHER]
-CASE: paths | observe | fork | exec | many | many_capped | bounce | observe_bounce
+CASE: paths | observe | fork | fork_exit | exec | many | many_capped | bounce | observe_bounce
 The checks read the log as any consumer would (docs/LOG_FORMAT.md) and
 compare it with what the probe did and what the stand-in counted."""
 import json
@@ -64,7 +64,7 @@ def main():
     if case == "observe":
         env["P2PSHIM_MODE"] = "observe"
         env["P2PSHIM_CUPTI"] = "0"
-    if case == "many_capped":
+    if case in ("many_capped", "fork_exit"):
         env["P2PSHIM_RECORD_LIMIT"] = "1K"
     p = run(probe, scenario, env, preload, standin)
     expect(p.returncode == 0, f"probe exited {p.returncode}: {p.stderr.strip()}")
@@ -121,6 +121,22 @@ def main():
                 expect(lines[0].get("pid") == child, "child header names the child")
             else:
                 expect(n == 1, f"parent log: 1 cross decision, found {n}")
+    elif case == "fork_exit":
+        # The child has no writer thread: each half ring (512 records with a
+        # 1K limit) is written by the copy that fills it; _exit writes no more.
+        child = int(out.split("child=")[1].split()[0])
+        expect(len(logs) == 2, f"two logs (parent and child), found {logs}")
+        name = "run-%d.jsonl" % child
+        lines = [json.loads(l) for l in open(os.path.join(tmp, name))] if name in logs else []
+        n = len(cross([l for l in lines if l.get("type") == "decision"]))
+        expect(lines and lines[0].get("type") == "header" and lines[0].get("pid") == child,
+               "child log starts with its header")
+        expect(n == 512, f"child log: the first 512 of 600 decisions, found {n}")
+        expect(not any(l.get("type") == "footer" for l in lines), "no footer after _exit")
+        parent = [l for l in logs if l != name]
+        if parent:
+            _, decisions, _ = read_log(os.path.join(tmp, parent[0]))
+            expect(len(cross(decisions)) == 1, "parent log: 1 cross decision")
     elif case == "exec":
         expect(len(logs) == 1, f"one log, found {logs}")
         lines, decisions, footer = read_log(os.path.join(tmp, logs[0]))

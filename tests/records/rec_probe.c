@@ -3,6 +3,8 @@
  *   paths    one copy of each path: upgraded, same device, host to device,
  *            device to host, pool memory (passed: pool-memory)
  *   fork     a copy, then a forked child making two copies of its own
+ *   fork_exit a copy, then a forked child making 600 copies and leaving
+ *            with _exit (no exit handlers: only what it wrote as it went)
  *   exec     a copy, then exec of /bin/true (the log must be footed)
  *   many     20000 copies from 4 threads (ring and writer under load)
  *   bounce   a 2 MiB D2H from device 0 into a pageable buffer, then an
@@ -89,6 +91,20 @@ int main(int argc, char **argv)
             cross();
             cross();
             exit(0);
+        }
+        int status = 0;
+        waitpid(pid, &status, 0);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            return 1;
+        printf("child=%d\n", (int)pid);
+    } else if (strcmp(sc, "fork_exit") == 0) {
+        cross();
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid == 0) {
+            for (int i = 0; i < 600; i++)
+                cross();
+            _exit(0);
         }
         int status = 0;
         waitpid(pid, &status, 0);
