@@ -31,8 +31,7 @@
 typedef void (*free_fn)(void *);
 typedef void *(*realloc_fn)(void *, size_t);
 
-static _Atomic(free_fn) real_free;
-static _Atomic(realloc_fn) real_realloc;
+static _Atomic(void *) real_free, real_realloc, real_mremap;
 static _Thread_local int resolving;
 
 /* dlsym may allocate on some paths: a free reached from there while the
@@ -47,6 +46,19 @@ static void *next_symbol(const char *name)
     if (real_dlsym != NULL)
         fn = real_dlsym(RTLD_NEXT, name);
     resolving = 0;
+    return fn;
+}
+
+/* The next definition of name, resolved once into *slot; NULL while it
+ * cannot be had. */
+static void *next_cached(_Atomic(void *) *slot, const char *name)
+{
+    void *fn = atomic_load_explicit(slot, memory_order_acquire);
+    if (fn == NULL) {
+        fn = next_symbol(name);
+        if (fn != NULL)
+            atomic_store_explicit(slot, fn, memory_order_release);
+    }
     return fn;
 }
 
@@ -76,13 +88,9 @@ bool bounce_libc_sizes_known(void)
 
 P2PSHIM_EXPORT void free(void *p)
 {
-    free_fn f = atomic_load_explicit(&real_free, memory_order_acquire);
-    if (f == NULL) {
-        f = (free_fn)next_symbol("free");
-        if (f == NULL)
-            return;
-        atomic_store_explicit(&real_free, f, memory_order_release);
-    }
+    free_fn f = (free_fn)next_cached(&real_free, "free");
+    if (f == NULL)
+        return;
     if (p != NULL && bounce_active()) {
         int saved = errno;
         bounce_host_release(p, 0);
@@ -95,14 +103,10 @@ P2PSHIM_EXPORT void free(void *p)
 
 P2PSHIM_EXPORT void *realloc(void *p, size_t n)
 {
-    realloc_fn f = atomic_load_explicit(&real_realloc, memory_order_acquire);
+    realloc_fn f = (realloc_fn)next_cached(&real_realloc, "realloc");
     if (f == NULL) {
-        f = (realloc_fn)next_symbol("realloc");
-        if (f == NULL) {
-            errno = ENOMEM;
-            return NULL;
-        }
-        atomic_store_explicit(&real_realloc, f, memory_order_release);
+        errno = ENOMEM;
+        return NULL;
     }
     if (p != NULL && bounce_active()) {
         int saved = errno;
@@ -113,7 +117,6 @@ P2PSHIM_EXPORT void *realloc(void *p, size_t n)
 }
 
 typedef void *(*mremap_fn)(void *, size_t, size_t, int, ...);
-static _Atomic(mremap_fn) real_mremap;
 
 P2PSHIM_EXPORT void *mremap(void *old, size_t old_size, size_t new_size, int flags, ...)
 {
@@ -124,14 +127,10 @@ P2PSHIM_EXPORT void *mremap(void *old, size_t old_size, size_t new_size, int fla
         new_address = va_arg(ap, void *);
         va_end(ap);
     }
-    mremap_fn f = atomic_load_explicit(&real_mremap, memory_order_acquire);
+    mremap_fn f = (mremap_fn)next_cached(&real_mremap, "mremap");
     if (f == NULL) {
-        f = (mremap_fn)next_symbol("mremap");
-        if (f == NULL) {
-            errno = ENOSYS;
-            return MAP_FAILED;
-        }
-        atomic_store_explicit(&real_mremap, f, memory_order_release);
+        errno = ENOSYS;
+        return MAP_FAILED;
     }
     if (old != NULL && bounce_active()) {
         int saved = errno;

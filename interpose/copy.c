@@ -437,44 +437,34 @@ static size_t offset_3d(size_t x, size_t y, size_t z, size_t pitch, size_t heigh
     return z * height * pitch + y * pitch + x;
 }
 
+/* CUDA_MEMCPY3D and CUDA_MEMCPY3D_PEER name their fields alike; the peer
+ * form adds the two contexts (sctx, dctx: NULL for the plain one). */
+#define CONSIDER_3D(call, c, sctx, dctx)                                                    \
+    do {                                                                                    \
+        struct end s_ = {0}, d_ = {0};                                                      \
+        if ((c) == NULL || (c)->WidthInBytes == 0 || (c)->Height == 0 || (c)->Depth == 0)   \
+            return;                                                                         \
+        size_t so_ = offset_3d((c)->srcXInBytes, (c)->srcY, (c)->srcZ, (c)->srcPitch,       \
+                               (c)->srcHeight);                                             \
+        size_t do_ = offset_3d((c)->dstXInBytes, (c)->dstY, (c)->dstZ, (c)->dstPitch,       \
+                               (c)->dstHeight);                                             \
+        struct_end((c)->srcMemoryType, (c)->srcDevice, so_, sctx, &s_);                     \
+        struct_end((c)->dstMemoryType, (c)->dstDevice, do_, dctx, &d_);                     \
+        struct_host((c)->srcMemoryType, (c)->srcHost, (c)->srcDevice, so_, (c)->srcPitch,   \
+                    (c)->srcHeight, (c)->WidthInBytes, (c)->Height, (c)->Depth, false);     \
+        struct_host((c)->dstMemoryType, (c)->dstHost, (c)->dstDevice, do_, (c)->dstPitch,   \
+                    (c)->dstHeight, (c)->WidthInBytes, (c)->Height, (c)->Depth, true);      \
+        decide_and_act(call, &s_, &d_, (c)->WidthInBytes * (c)->Height * (c)->Depth);       \
+    } while (0)
+
 void copy_consider_3d(struct copy_call *call, const CUDA_MEMCPY3D *c)
 {
-    struct end s = {0}, d = {0};
-    if (c == NULL || c->WidthInBytes == 0 || c->Height == 0 || c->Depth == 0)
-        return;
-    struct_end(c->srcMemoryType, c->srcDevice,
-               offset_3d(c->srcXInBytes, c->srcY, c->srcZ, c->srcPitch, c->srcHeight),
-               NULL, &s);
-    struct_end(c->dstMemoryType, c->dstDevice,
-               offset_3d(c->dstXInBytes, c->dstY, c->dstZ, c->dstPitch, c->dstHeight),
-               NULL, &d);
-    struct_host(c->srcMemoryType, c->srcHost, c->srcDevice,
-                offset_3d(c->srcXInBytes, c->srcY, c->srcZ, c->srcPitch, c->srcHeight),
-                c->srcPitch, c->srcHeight, c->WidthInBytes, c->Height, c->Depth, false);
-    struct_host(c->dstMemoryType, c->dstHost, c->dstDevice,
-                offset_3d(c->dstXInBytes, c->dstY, c->dstZ, c->dstPitch, c->dstHeight),
-                c->dstPitch, c->dstHeight, c->WidthInBytes, c->Height, c->Depth, true);
-    decide_and_act(call, &s, &d, c->WidthInBytes * c->Height * c->Depth);
+    CONSIDER_3D(call, c, NULL, NULL);
 }
 
 void copy_consider_3d_peer(struct copy_call *call, const CUDA_MEMCPY3D_PEER *c)
 {
-    struct end s = {0}, d = {0};
-    if (c == NULL || c->WidthInBytes == 0 || c->Height == 0 || c->Depth == 0)
-        return;
-    struct_end(c->srcMemoryType, c->srcDevice,
-               offset_3d(c->srcXInBytes, c->srcY, c->srcZ, c->srcPitch, c->srcHeight),
-               c->srcContext, &s);
-    struct_end(c->dstMemoryType, c->dstDevice,
-               offset_3d(c->dstXInBytes, c->dstY, c->dstZ, c->dstPitch, c->dstHeight),
-               c->dstContext, &d);
-    struct_host(c->srcMemoryType, c->srcHost, c->srcDevice,
-                offset_3d(c->srcXInBytes, c->srcY, c->srcZ, c->srcPitch, c->srcHeight),
-                c->srcPitch, c->srcHeight, c->WidthInBytes, c->Height, c->Depth, false);
-    struct_host(c->dstMemoryType, c->dstHost, c->dstDevice,
-                offset_3d(c->dstXInBytes, c->dstY, c->dstZ, c->dstPitch, c->dstHeight),
-                c->dstPitch, c->dstHeight, c->WidthInBytes, c->Height, c->Depth, true);
-    decide_and_act(call, &s, &d, c->WidthInBytes * c->Height * c->Depth);
+    CONSIDER_3D(call, c, c->srcContext, c->dstContext);
 }
 
 void copy_consider_batch(struct copy_call *call, const CUdeviceptr *dsts,
