@@ -8,7 +8,6 @@
  * checksums of the bytes it saw), the same in both runs (compare.sh); the
  * shim run also checks that the bytes went device to device. */
 #define _GNU_SOURCE
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +16,7 @@
 #include <unistd.h>
 
 #include "bt_common.h"
+#include "bt_pipe.h"
 
 #define PG 4096
 #define N ((size_t)1 << 20) + 123 /* not a page multiple */
@@ -338,25 +338,6 @@ static void writes(void)
 }
 
 /* 5. Reads by the kernel: write(2) into a pipe, and a forked child. */
-struct drain {
-    int fd;
-    unsigned char *out;
-    size_t n;
-};
-
-static void *drain_main(void *arg)
-{
-    struct drain *d = arg;
-    size_t got = 0;
-    while (got < d->n) {
-        ssize_t r = read(d->fd, d->out + got, d->n - got);
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
-    return NULL;
-}
-
 static void kernel_reads(void)
 {
     size_t n = N;
@@ -364,23 +345,7 @@ static void kernel_reads(void)
     bt_pattern(p, n, 400);
     bt_set_dev(src0, p, n);
     PL_OK(cuMemcpyDtoH_v2(h, src0, n));
-    int fds[2];
-    if (pipe(fds) != 0)
-        abort();
-    struct drain d = {fds[0], out, n};
-    pthread_t t;
-    pthread_create(&t, NULL, drain_main, &d);
-    size_t put = 0;
-    while (put < n) {
-        ssize_t w = write(fds[1], h + put, n - put);
-        PL_EXPECT(w > 0, "write(2) from a bounced buffer failed");
-        if (w <= 0)
-            break;
-        put += (size_t)w;
-    }
-    close(fds[1]);
-    pthread_join(t, NULL);
-    close(fds[0]);
+    PL_EXPECT(bt_pipe_through(h, out, n) == n, "write(2) from a bounced buffer failed");
     bt_check_host(out, p, n, "write(2) to a pipe");
     line("write(2) to a pipe", out, n, src0, 0);
 

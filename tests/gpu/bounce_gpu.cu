@@ -19,6 +19,7 @@
  * and WP registration, mprotect) and whether the devices read pageable
  * memory themselves (HMM/ATS): the answers DESIGN.md and docs/ need.
  * Exit: 0, 1 on a failure, 77 with fewer than two GPUs. */
+#include "../bounce/bt_pipe.h"
 #include "cupti_paths.h"
 #include "gpu_test.h"
 #include "pattern.cuh"
@@ -26,7 +27,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -163,25 +163,6 @@ static void pair(unsigned char *h, size_t n, int from, int to, int mode, int asy
 
 /* ---- the other readers: write(2), a child ---- */
 
-struct drain {
-    int fd;
-    unsigned char *out;
-    size_t n;
-};
-
-static void *drain_main(void *arg)
-{
-    struct drain *d = (struct drain *)arg;
-    size_t got = 0;
-    while (got < d->n) {
-        ssize_t r = read(d->fd, d->out + got, d->n - got);
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
-    return NULL;
-}
-
 static void kernel_readers(size_t n)
 {
     unsigned char *h = (unsigned char *)malloc(n), *out = (unsigned char *)malloc(n);
@@ -189,23 +170,8 @@ static void kernel_readers(size_t n)
     GT_CHECK(p2pk_fill(dev_src[0], n, 77, GT_STREAM));
     pattern(want, n, 77);
     GT_CHECK(cudaMemcpy(h, dev_src[0], n, cudaMemcpyDeviceToHost));
-    int fds[2];
-    if (pipe(fds) != 0)
-        exit(1);
-    struct drain d = {fds[0], out, n};
-    pthread_t t;
-    pthread_create(&t, NULL, drain_main, &d);
-    for (size_t put = 0; put < n;) {
-        ssize_t w = write(fds[1], h + put, n - put);
-        if (w <= 0) {
-            FAIL("write(2) from the bounced buffer: %s", strerror(errno));
-            break;
-        }
-        put += (size_t)w;
-    }
-    close(fds[1]);
-    pthread_join(t, NULL);
-    close(fds[0]);
+    if (bt_pipe_through(h, out, n) != n)
+        FAIL("write(2) from the bounced buffer: %s", strerror(errno));
     check_host(out, n, "write(2) into a pipe");
     printf("write(2) into a pipe: %zu bytes\n", n);
 
