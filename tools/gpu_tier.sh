@@ -137,20 +137,15 @@ if os.path.exists(path):
             word = m.group(2).strip().lower()
             state = {"passed": "pass", "skipped": "skip", "not run": "skip"}.get(word, "FAIL")
             print("  %-4s %s%s" % (state, m.group(1), "" if state != "FAIL" else " (%s)" % word))
-path = os.path.join(logs, "bench.log")
-if os.path.exists(path):
-    lines = open(path, errors="replace").read().splitlines()
-    if "== acceptance criteria" in lines:
-        print("benchmark criteria:")
-        for l in lines[lines.index("== acceptance criteria") + 1:]:
-            print("  " + (l if len(l) < 150 else l[:147] + "..."))
-path = os.path.join(logs, "bounce.log")
-if os.path.exists(path):
-    lines = open(path, errors="replace").read().splitlines()
-    if "== bounce criteria" in lines:
-        print("bounce criteria:")
-        for l in lines[lines.index("== bounce criteria") + 1:]:
-            print("  " + (l if len(l) < 150 else l[:147] + "..."))
+for name, marker, title in (("bench.log", "== acceptance criteria", "benchmark criteria:"),
+                            ("bounce.log", "== bounce criteria", "bounce criteria:")):
+    path = os.path.join(logs, name)
+    if os.path.exists(path):
+        lines = open(path, errors="replace").read().splitlines()
+        if marker in lines:
+            print(title)
+            for l in lines[lines.index(marker) + 1:]:
+                print("  " + (l if len(l) < 150 else l[:147] + "..."))
 EOF
 
 if [ -n "${OUT:-}" ]; then
