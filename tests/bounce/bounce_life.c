@@ -302,6 +302,9 @@ static CUresult oom_other_device(enum oom_way way, size_t bytes)
             PL_OK(cuStreamSynchronize(s0));
         }
     }
+    CUcontext cur = NULL;
+    PL_OK(cuCtxGetCurrent(&cur));
+    PL_EXPECT(cur == bt_env.ctx[1], "%s: the current context changed", oom_way_name[way]);
     pl_use(bt_env.ctx[0]);
     PL_OK(cuStreamDestroy_v2(s0));
     return r;
