@@ -52,6 +52,8 @@ static inline unsigned hash_u64(uint64_t key)
 #define HASH_NONFATAL_OOM 1
 #include <uthash.h>
 
+#include "thread_cache.h"
+
 _Static_assert(sizeof(uintptr_t) == sizeof(uint64_t), "64-bit addresses");
 
 #define LEVELS 10
@@ -121,10 +123,12 @@ struct lookup_cache {
     struct cache_entry e[CACHE_ENTRIES];
     unsigned next;
 };
-/* initial-exec: no __tls_get_addr call; the shim is preloaded, so its TLS
- * sits in the static block. */
-static _Thread_local struct lookup_cache tls_cache
+/* A pointer in static TLS (initial-exec: no __tls_get_addr call; the shim
+ * is preloaded, so its TLS sits in the static block), the cache itself
+ * allocated by the threads that look pointers up (thread_cache.h). */
+static _Thread_local struct lookup_cache *tls_cache
     __attribute__((tls_model("initial-exec")));
+static struct thread_cache lookup_caches = THREAD_CACHE_INIT(sizeof(struct lookup_cache));
 
 static pthread_mutex_t handle_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct handle_entry *handles;    /* uthash head */
@@ -445,7 +449,13 @@ bool ownership_add(const struct owner_info *info)
 
 bool ownership_lookup(uintptr_t addr, struct owner_info *out)
 {
-    struct lookup_cache *c = &tls_cache;
+    struct lookup_cache none, *c = tls_cache;
+    if (c == NULL)
+        c = tls_cache = thread_cache_get(&lookup_caches, (void **)&tls_cache);
+    if (c == NULL) {
+        memset(&none, 0, sizeof none); /* no memory: an empty cache, thrown away */
+        c = &none;
+    }
     uint64_t gen = atomic_load_explicit(&table_gen, memory_order_acquire);
     for (unsigned i = 0; i < CACHE_ENTRIES; i++) {
         const struct cache_entry *e = &c->e[i];

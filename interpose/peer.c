@@ -10,6 +10,7 @@
 #include "driver.h"
 #include "log.h"
 #include "stats.h"
+#include "thread_cache.h"
 
 struct link_key {
     CUcontext from, to;
@@ -106,15 +107,24 @@ struct cached_view {
     uint64_t generation;
     struct route_link view;
 };
-static _Thread_local struct cached_view view_cache[VIEW_CACHE];
-static _Thread_local unsigned view_next;
+struct view_cache {
+    struct cached_view e[VIEW_CACHE];
+    unsigned next;
+};
+/* Allocated by the threads that copy (thread_cache.h), not in every
+ * thread's static TLS. */
+static _Thread_local struct view_cache *view_cache;
+static struct thread_cache view_caches = THREAD_CACHE_INIT(sizeof(struct view_cache));
 
 void peer_view(CUcontext from_ctx, int from_dev, CUcontext to_ctx, int to_dev,
                struct route_link *out)
 {
     uint64_t gen = atomic_load_explicit(&generation, memory_order_acquire);
-    for (int i = 0; i < VIEW_CACHE; i++) {
-        const struct cached_view *c = &view_cache[i];
+    struct view_cache *vc = view_cache;
+    if (vc == NULL)
+        vc = view_cache = thread_cache_get(&view_caches, (void **)&view_cache);
+    for (int i = 0; vc != NULL && i < VIEW_CACHE; i++) {
+        const struct cached_view *c = &vc->e[i];
         if (c->generation == gen && c->from == from_ctx && c->to == to_ctx) {
             *out = c->view;
             return;
@@ -125,7 +135,9 @@ void peer_view(CUcontext from_ctx, int from_dev, CUcontext to_ctx, int to_dev,
         to_dev < P2PSHIM_MAX_DEVICES &&
         atomic_load_explicit(&capability[from_dev][to_dev], memory_order_relaxed) == 0)
         return; /* capability not known yet: do not cache a guess */
-    struct cached_view *c = &view_cache[view_next++ % VIEW_CACHE];
+    if (vc == NULL)
+        return; /* no memory for a cache */
+    struct cached_view *c = &vc->e[vc->next++ % VIEW_CACHE];
     c->from = from_ctx;
     c->to = to_ctx;
     c->generation = gen;

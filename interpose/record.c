@@ -44,14 +44,28 @@ struct entry {
 };
 
 /* A bounded multi-producer queue (D. Vyukov's): each cell's sequence tells
- * producers and the consumer whose turn it is, so neither ever waits. */
+ * producers and the consumer whose turn it is, so neither ever waits.
+ * A cell stores its sequence less its own index, so that the initial state
+ * (sequence = index) is all zeroes: the ring is fresh anonymous memory,
+ * never written before use, and costs a page only once records reach it. */
 struct cell {
-    _Atomic size_t seq;
+    _Atomic size_t seq_less_index;
     struct entry e;
 };
 
 static struct cell *ring;
 static size_t ring_mask;
+static bool ring_wiped_on_fork;          /* MADV_WIPEONFORK took */
+
+static size_t cell_seq(const struct cell *c, size_t pos)
+{
+    return atomic_load_explicit(&c->seq_less_index, memory_order_acquire) + (pos & ring_mask);
+}
+
+static void cell_set_seq(struct cell *c, size_t pos, size_t seq)
+{
+    atomic_store_explicit(&c->seq_less_index, seq - (pos & ring_mask), memory_order_release);
+}
 static _Atomic size_t enqueue_pos;
 static size_t dequeue_pos;               /* the consumer's, under drain_lock */
 static pthread_mutex_t drain_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -100,14 +114,14 @@ static void enqueue(const struct entry *e)
     size_t pos = atomic_load_explicit(&enqueue_pos, memory_order_relaxed);
     for (;;) {
         struct cell *c = &ring[pos & ring_mask];
-        size_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
+        size_t seq = cell_seq(c, pos);
         intptr_t dif = (intptr_t)seq - (intptr_t)pos;
         if (dif == 0) {
             if (atomic_compare_exchange_weak_explicit(&enqueue_pos, &pos, pos + 1,
                                                       memory_order_relaxed,
                                                       memory_order_relaxed)) {
                 c->e = *e;
-                atomic_store_explicit(&c->seq, pos + 1, memory_order_release);
+                cell_set_seq(c, pos, pos + 1);
                 break;
             }
         } else if (dif < 0) {
@@ -297,11 +311,11 @@ static void drain(struct outbuf *o)
         write_header(o);
     for (;;) {
         struct cell *c = &ring[dequeue_pos & ring_mask];
-        size_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
+        size_t seq = cell_seq(c, dequeue_pos);
         if ((intptr_t)seq - (intptr_t)(dequeue_pos + 1) < 0)
             break; /* empty (or a producer is mid-store: next round) */
         struct entry e = c->e;
-        atomic_store_explicit(&c->seq, dequeue_pos + ring_mask + 1, memory_order_release);
+        cell_set_seq(c, dequeue_pos, dequeue_pos + ring_mask + 1);
         dequeue_pos++;
         write_entry(o, &e);
     }
@@ -344,10 +358,16 @@ static void start_writer(void)
     pthread_mutex_unlock(&writer_lock);
 }
 
-static void reset_ring(void)
+/* Empties the ring in a forked child: the parent writes what it queued,
+ * the child starts from zeroed cells. With MADV_WIPEONFORK the kernel gave
+ * the child zero pages already; otherwise fresh ones replace the inherited
+ * copy (writing zeroes over it would copy every page the parent touched). */
+static void reset_ring_in_child(void)
 {
-    for (size_t i = 0; i <= ring_mask; i++)
-        atomic_store_explicit(&ring[i].seq, i, memory_order_relaxed);
+    if (!ring_wiped_on_fork &&
+        mmap(ring, (ring_mask + 1) * sizeof(struct cell), PROT_READ | PROT_WRITE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
+        memset(ring, 0, (ring_mask + 1) * sizeof(struct cell));
     atomic_store(&enqueue_pos, 0);
     dequeue_pos = 0;
 }
@@ -385,7 +405,7 @@ static void fork_child(void)
     /* The parent writes what it queued before the fork. */
     pthread_mutex_init(&drain_lock, NULL);
     pthread_mutex_init(&writer_lock, NULL);
-    reset_ring();
+    reset_ring_in_child();
     atomic_store(&writer_started, false);
     atomic_store(&in_forked_child, true);
     atomic_store(&dropped, 0);
@@ -411,7 +431,9 @@ void record_open(const char *expanded, const char *mode, size_t limit)
     }
     ring = mem;
     ring_mask = cap - 1;
-    reset_ring();
+#ifdef MADV_WIPEONFORK
+    ring_wiped_on_fork = madvise(mem, cap * sizeof(struct cell), MADV_WIPEONFORK) == 0;
+#endif
     mode_text = mode;
     /* The variable as written, %p unexpanded: a forked child expands it
      * again with its own pid. */

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <unistd.h>
@@ -66,55 +67,67 @@ P2PSHIM_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
     return real_(fd, argv, envp);
 }
 
-/* The list forms: collected into an argv (at most 4096 arguments, as a
- * sanity bound; past it E2BIG, as the kernel would say). */
-#define MAX_ARGS 4096
+/* The list forms build the argv on the stack, as glibc's own execl does:
+ * no static or thread-local array (which every thread of every process
+ * would carry), no malloc (an exec may follow vfork or run in a signal
+ * handler), no mmap (after vfork it would land in the parent's memory).
+ * The only bound is glibc's: more than INT_MAX arguments is E2BIG. */
 
-static int collect(const char *arg0, va_list ap, char **argv, char ***envp_out)
+/* How many arguments follow arg0 before the terminating NULL (none when
+ * arg0 itself is NULL). */
+static size_t count_rest(const char *arg0, va_list ap)
 {
-    int n = 0;
-    argv[n++] = (char *)arg0;
-    while (arg0 != NULL) {
-        if (n >= MAX_ARGS) {
-            errno = E2BIG;
-            return -1;
-        }
-        argv[n] = va_arg(ap, char *);
-        if (argv[n++] == NULL)
-            break;
-    }
+    size_t n = 0;
+    if (arg0 == NULL)
+        return 0;
+    while (va_arg(ap, char *) != NULL)
+        n++;
+    return n;
+}
+
+/* Fills argv (n + 2 pointers) with arg0, the n arguments after it and a
+ * NULL, and *envp_out, for execle, with the environment after the NULL. */
+static void collect(const char *arg0, va_list ap, size_t n, char **argv, char ***envp_out)
+{
+    argv[0] = (char *)arg0;
+    for (size_t i = 1; i <= n; i++)
+        argv[i] = va_arg(ap, char *);
+    if (arg0 != NULL)
+        (void)va_arg(ap, char *); /* the terminating NULL */
+    argv[arg0 != NULL ? n + 1 : 0] = NULL;
     if (envp_out != NULL)
         *envp_out = va_arg(ap, char **);
-    return 0;
 }
+
+/* Counts, declares the VLA, collects: a macro so that the array lives in
+ * the exported function's own frame until the exec. */
+#define WITH_ARGV(arg0, envp_out, call)                                       \
+    va_list ap;                                                               \
+    va_start(ap, arg0);                                                       \
+    size_t rest_ = count_rest(arg0, ap);                                      \
+    va_end(ap);                                                               \
+    if (rest_ >= INT_MAX) {                                                   \
+        errno = E2BIG;                                                        \
+        return -1;                                                            \
+    }                                                                         \
+    char *argv[rest_ + 2];                                                    \
+    va_start(ap, arg0);                                                       \
+    collect(arg0, ap, rest_, argv, envp_out);                                 \
+    va_end(ap);                                                               \
+    return call
 
 P2PSHIM_EXPORT int execl(const char *path, const char *arg, ...)
 {
-    static _Thread_local char *argv[MAX_ARGS + 1];
-    va_list ap;
-    va_start(ap, arg);
-    int r = collect(arg, ap, argv, NULL);
-    va_end(ap);
-    return r < 0 ? -1 : execv(path, argv);
+    WITH_ARGV(arg, NULL, execv(path, argv));
 }
 
 P2PSHIM_EXPORT int execlp(const char *file, const char *arg, ...)
 {
-    static _Thread_local char *argv[MAX_ARGS + 1];
-    va_list ap;
-    va_start(ap, arg);
-    int r = collect(arg, ap, argv, NULL);
-    va_end(ap);
-    return r < 0 ? -1 : execvp(file, argv);
+    WITH_ARGV(arg, NULL, execvp(file, argv));
 }
 
 P2PSHIM_EXPORT int execle(const char *path, const char *arg, ...)
 {
-    static _Thread_local char *argv[MAX_ARGS + 1];
     char **envp = NULL;
-    va_list ap;
-    va_start(ap, arg);
-    int r = collect(arg, ap, argv, &envp);
-    va_end(ap);
-    return r < 0 ? -1 : execve(path, argv, envp);
+    WITH_ARGV(arg, &envp, execve(path, argv, envp));
 }
