@@ -7,9 +7,11 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include "log.h"
+#include "outfile.h"
 
 #define PREFIX "P2PSHIM_"
 #define PREFIX_LEN (sizeof PREFIX - 1)
@@ -30,6 +32,21 @@ static const char *const var_names[VAR_COUNT] = {
     P2PSHIM_CONFIG_VARS(X)
 #undef X
 };
+
+static const char *const tool_var_names[] = {
+#define X(name, what) #name,
+    P2PSHIM_TOOL_VARS(X)
+#undef X
+};
+
+static bool is_tool_var(const char *entry, size_t name_len)
+{
+    for (size_t i = 0; i < sizeof tool_var_names / sizeof tool_var_names[0]; i++)
+        if (strlen(tool_var_names[i]) == name_len &&
+            memcmp(tool_var_names[i], entry, name_len) == 0)
+            return true;
+    return false;
+}
 
 static const char known_list[] =
 #define X(name, what) ", " #name
@@ -171,29 +188,6 @@ static int parse_name(const char *v, const char *const *names, int count)
         if (strcasecmp(v, names[i]) == 0)
             return i;
     return -1;
-}
-
-/* Expands %p to the pid and %% to %; any other % is kept as written.
- * Returns false when the result does not fit in out. */
-static bool expand_log_file(const char *pattern, char *out, size_t len)
-{
-    char pid[24];
-    int pid_len = snprintf(pid, sizeof pid, "%ld", (long)getpid());
-    size_t o = 0;
-    for (const char *p = pattern; *p; p++) {
-        const char *piece = p;
-        size_t n = 1;
-        if (p[0] == '%' && p[1] == 'p')
-            piece = pid, n = (size_t)pid_len, p++;
-        else if (p[0] == '%' && p[1] == '%')
-            p++, piece = p;
-        if (n >= len - o)
-            return false;
-        memcpy(out + o, piece, n);
-        o += n;
-    }
-    out[o] = '\0';
-    return true;
 }
 
 /* ---- pairs ------------------------------------------------------------- */
@@ -394,9 +388,8 @@ static void set_var(struct p2pshim_config *cfg, enum var_id id,
         break;
     }
     case VAR_P2PSHIM_LOG_FILE:
-        if (!expand_log_file(value, cfg->log_file, sizeof cfg->log_file)) {
-            cfg->log_file[0] = '\0';
-            warnf(w, "%s=\"%s\": longer than %zu bytes once %%p is expanded; "
+        if (!outfile_expand(value, cfg->log_file, sizeof cfg->log_file)) {
+            warnf(w, "%s=\"%s\": longer than %zu bytes once %%p and %%h are expanded; "
                   "keeping stderr",
                   name, quote(value, SIZE_MAX, q), sizeof cfg->log_file - 1);
         }
@@ -409,12 +402,13 @@ static void set_var(struct p2pshim_config *cfg, enum var_id id,
                   name, quote(value, SIZE_MAX, q), cfg->dump_config);
         break;
     case VAR_P2PSHIM_RUN_LOG:
-        if (!expand_log_file(value, cfg->run_log, sizeof cfg->run_log)) {
-            cfg->run_log[0] = '\0';
-            warnf(w, "%s=\"%s\": longer than %zu bytes once %%p is expanded; "
+        if (strlen(value) >= sizeof cfg->run_log_pattern ||
+            !outfile_expand(value, cfg->run_log, sizeof cfg->run_log))
+            warnf(w, "%s=\"%s\": longer than %zu bytes once %%p and %%h are expanded; "
                   "writing no run log",
                   name, quote(value, SIZE_MAX, q), sizeof cfg->run_log - 1);
-        }
+        else
+            memcpy(cfg->run_log_pattern, value, strlen(value) + 1);
         break;
     case VAR_P2PSHIM_CUPTI: {
         bool on = false;
@@ -436,13 +430,6 @@ static void set_var(struct p2pshim_config *cfg, enum var_id id,
             cfg->record_limit = n;
         break;
     }
-    case VAR_P2PSHIM_TOPO_FILE:
-        if (strlen(value) >= sizeof cfg->topo_file)
-            warnf(w, "%s=\"%s\": longer than %zu bytes; keeping the default",
-                  name, quote(value, SIZE_MAX, q), sizeof cfg->topo_file - 1);
-        else
-            snprintf(cfg->topo_file, sizeof cfg->topo_file, "%s", value);
-        break;
     case VAR_P2PSHIM_BOUNCE: {
         int b = parse_name(value, bounce_names, 4);
         if (b < 0)
@@ -529,6 +516,8 @@ int config_parse(struct p2pshim_config *cfg, char *const *envp,
             if (strlen(var_names[i]) == name_len &&
                 memcmp(var_names[i], entry, name_len) == 0)
                 id = i;
+        if (id < 0 && is_tool_var(entry, name_len))
+            continue;
         if (id < 0) {
             char q[QUOTE_MAX + 4];
             warnf(&w, "unknown variable %s (known: %s)",
@@ -690,9 +679,6 @@ void config_dump(const struct p2pshim_config *cfg,
         case VAR_P2PSHIM_RECORD_LIMIT:
             put(&o, "%zu", cfg->record_limit);
             break;
-        case VAR_P2PSHIM_TOPO_FILE:
-            put(&o, "%s", cfg->topo_file);
-            break;
         case VAR_P2PSHIM_BOUNCE:
             put(&o, "%s", bounce_names[cfg->bounce]);
             break;
@@ -728,8 +714,30 @@ static void warn_to_log(const char *line)
     LOG_WARN("%s", line);
 }
 
+/* Whether this is a secure execution (AT_SECURE: set-user-ID, set-group-ID,
+ * or file capabilities). The test seam is the symbol itself: a test
+ * program defines its own getauxval, which the shim's call binds to, as
+ * any program's definition would; nothing in the environment can change
+ * the answer (ld.so ignores LD_PRELOAD paths in secure execution). */
+static bool secure_execution(void)
+{
+    return getauxval(AT_SECURE) != 0;
+}
+
 static void config_init(void)
 {
+    if (secure_execution()) {
+        /* Trust nothing the invoking user set: read no P2PSHIM_* variable,
+         * open no file, change nothing (docs/SECURITY.md). */
+        config_set_defaults(&the_config);
+        the_config.mode = P2PSHIM_MODE_OFF;
+        the_config.bounce = P2PSHIM_BOUNCE_OFF;
+        the_config.cupti = 0;
+        log_open(&the_config);
+        LOG_DEBUG("secure execution (AT_SECURE): P2PSHIM_* variables not read; "
+                  "every call passes through");
+        return;
+    }
     /* Parse once silently to learn where the log goes, open it, then parse
      * again to report the problems there: a warning about P2PSHIM_MODE
      * belongs in P2PSHIM_LOG_FILE, at P2PSHIM_LOG's threshold. */

@@ -14,18 +14,23 @@
     X(P2PSHIM_PAIRS, "device pairs to upgrade or exclude, e.g. 0-1,!2:3")    \
     X(P2PSHIM_MIN_BYTES, "smallest copy to upgrade; K/M/G suffixes (KiB)")   \
     X(P2PSHIM_LOG, "error, warn (default), info or debug")                   \
-    X(P2PSHIM_LOG_FILE, "log file instead of stderr; %p is the pid")         \
+    X(P2PSHIM_LOG_FILE, "log file instead of stderr; %p is the pid, %h the host") \
     X(P2PSHIM_DUMP_CONFIG, "1: print the effective configuration at start")   \
-    X(P2PSHIM_RUN_LOG, "run log (JSON Lines, docs/LOG_FORMAT.md); %p is the pid") \
+    X(P2PSHIM_RUN_LOG, "run log (JSON Lines, docs/LOG_FORMAT.md); %p is the pid, %h the host") \
     X(P2PSHIM_CUPTI, "1/0: join CUPTI activity to decisions (default: observe)") \
     X(P2PSHIM_RECORD_LIMIT, "decision records buffered before drops")        \
-    X(P2PSHIM_TOPO_FILE, "bandwidth table of p2pshim topo --measure")       \
     X(P2PSHIM_BOUNCE, "host-bounced copies: auto (default), lazy, eager or off") \
     X(P2PSHIM_BOUNCE_MIN, "smallest D2H to take a bounce snapshot of: bytes (K/M/G, " \
       "at least 64K) or auto (default: 1M pageable, 16M pinned)")             \
     X(P2PSHIM_BOUNCE_BUDGET, "device memory for bounce snapshots, per device: " \
       "bytes (K/M/G) or N% of free memory (default 25%)")                     \
     X(P2PSHIM_BOUNCE_CHUNK, "bytes a lazy host buffer fills per fault, 4K..1G (default 2M)")
+
+/* Variables of the p2pshim tool (launcher, topo, report), not of the shim:
+ * the shim neither reads them nor warns about them. */
+#define P2PSHIM_TOOL_VARS(X)                                                  \
+    X(P2PSHIM_LIBRARY, "the shim the launcher preloads")                     \
+    X(P2PSHIM_TOPO_FILE, "bandwidth table of p2pshim topo --measure")
 
 /* Devices the pair filter and the statistics can name. Devices at or past
  * this ordinal are never upgraded (reason "device ordinal too large"). */
@@ -61,12 +66,12 @@ struct p2pshim_config {
     enum p2pshim_mode mode;
     enum p2pshim_log_level log_level;
     size_t min_bytes;             /* copies smaller than this pass through */
-    char log_file[512];           /* "" = stderr; %p already expanded */
+    char log_file[512];           /* "" = stderr; %p and %h already expanded */
     bool dump_config;
-    char run_log[512];            /* "" = no run log; %p already expanded */
+    char run_log[512];            /* "" = no run log; %p and %h already expanded */
+    char run_log_pattern[512];    /* as written: a forked child expands it again */
     int cupti;                    /* 1 on, 0 off, -1 auto (on in observe) */
     size_t record_limit;          /* decisions buffered at most */
-    char topo_file[512];          /* "" = the default cache location */
     enum p2pshim_bounce bounce;
     unsigned bounce_budget_pct;   /* percent of the device's free memory, */
     size_t bounce_budget;         /* or, when that is 0, bytes per device */
@@ -84,7 +89,8 @@ void config_set_defaults(struct p2pshim_config *cfg);
  * like environ) into *cfg, starting from the defaults. Every problem is
  * reported through warn(line) once, with the default kept; warn may be
  * NULL. Returns the number of warnings. Pure: reads nothing else (but the
- * pid, for %p), so unit tests feed it arbitrary blocks.
+ * pid and host name, for %p and %h), so unit tests feed it arbitrary
+ * blocks. The variables of P2PSHIM_TOOL_VARS are skipped without a word.
  * The line given to warn has no prefix and no newline, e.g.
  *   P2PSHIM_MODE="fast": not a mode (upgrade or off); keeping upgrade
  * (the log adds "p2pshim: warning: "). Values are exact apart from case
@@ -129,7 +135,10 @@ void config_dump(const struct p2pshim_config *cfg,
                  void (*write_line)(const char *line));
 
 /* The process-wide configuration, parsed from environ on first use
- * (thread-safe, once; never calls CUDA). That first use also opens the log
+ * (thread-safe, once; never calls CUDA). Under secure execution (a setuid
+ * or setgid program, or one given capabilities: AT_SECURE) the environment
+ * is not read at all: the defaults with mode, bounces and CUPTI off, the
+ * log on stderr at the default level, and no file opened. That first use also opens the log
  * (log_open, with the parsed file and level; a later log_open does nothing)
  * and then reports the warnings there, so that they obey P2PSHIM_LOG_FILE
  * and P2PSHIM_LOG. The dump is the caller's (config_dump). */

@@ -1,9 +1,9 @@
 /* Logging: one prefix, a stack buffer, one write(2) per line. */
 #define _GNU_SOURCE
 #include "log.h"
+#include "outfile.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -84,14 +84,11 @@ void log_open(const struct p2pshim_config *cfg)
     int saved = errno;
     p2pshim_log_threshold = cfg->log_level;
     if (cfg->log_file[0] != '\0') {
-        int fd = open(cfg->log_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-                      0644);
+        char why[128];
+        int fd = outfile_open(cfg->log_file, 0, why, sizeof why);
         if (fd >= 0) {
             log_fd = fd;
         } else {
-            char reason[128];
-            /* GNU strerror_r: thread-safe, no allocation. */
-            const char *why = strerror_r(errno, reason, sizeof reason);
             log_write(P2PSHIM_LOG_WARN,
                       "cannot open log file \"%s\": %s; logging to stderr",
                       cfg->log_file, why);

@@ -10,9 +10,10 @@
 extern enum p2pshim_log_level p2pshim_log_threshold;
 
 /* Opens the destination named by cfg (stderr when log_file is empty; the
- * file is opened O_APPEND|O_CLOEXEC and created 0644; if it cannot be
- * opened, one warning goes to stderr, at cfg's threshold, and stderr is
- * used) and sets the threshold. Only the first call does anything: later
+ * file is opened for appending by outfile_open: no symbolic link, FIFO or
+ * device, no file of another user, created 0600; if it cannot be opened,
+ * one warning goes to stderr, at cfg's threshold, and stderr is used) and
+ * sets the threshold. Only the first call does anything: later
  * ones return at once. config_get() makes that first call. errno is
  * preserved. */
 void log_open(const struct p2pshim_config *cfg);

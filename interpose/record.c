@@ -16,6 +16,7 @@
 
 #include "hooks.h"
 #include "log.h"
+#include "outfile.h"
 #include "thread_start.h"
 
 enum entry_type { ENTRY_DECISION = 1, ENTRY_EVENT, ENTRY_ACTIVITY };
@@ -374,28 +375,23 @@ static void reset_ring_in_child(void)
 
 static char log_pattern[512];
 
+/* Opens the run log named by log_pattern for this process (%p is its pid:
+ * a forked child gets a log of its own). A name that would not fit is
+ * refused, never cut. */
 static void open_log_file(void)
 {
-    char path[512];
-    size_t j = 0;
-    /* %p is this process's pid: a forked child gets a log of its own. */
-    for (size_t i = 0; log_pattern[i] && j + 24 < sizeof path; i++) {
-        if (log_pattern[i] == '%' && log_pattern[i + 1] == 'p') {
-            j += (size_t)snprintf(path + j, sizeof path - j, "%d", (int)getpid());
-            i++;
-        } else if (log_pattern[i] == '%' && log_pattern[i + 1] == '%') {
-            path[j++] = '%';
-            i++;
-        } else {
-            path[j++] = log_pattern[i];
-        }
-    }
-    path[j] = '\0';
-    log_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    char path[sizeof log_pattern], why[128];
+    log_fd = -1;
     log_pid = getpid();
     header_written = false;
+    if (!outfile_expand(log_pattern, path, sizeof path)) {
+        LOG_WARN("the run log's name P2PSHIM_RUN_LOG=\"%s\" is longer than %zu bytes once "
+                 "%%p and %%h are expanded; writing none", log_pattern, sizeof path - 1);
+        return;
+    }
+    log_fd = outfile_open(path, 0, why, sizeof why);
     if (log_fd < 0)
-        LOG_WARN("cannot open the run log %s: %s; writing none", path, strerror(errno));
+        LOG_WARN("cannot open the run log %s: %s; writing none", path, why);
 }
 
 static void fork_child(void)
@@ -417,7 +413,7 @@ static void fork_child(void)
     atomic_store(&enabled, log_fd >= 0);
 }
 
-void record_open(const char *expanded, const char *mode, size_t limit)
+void record_open(const char *pattern, const char *mode, size_t limit)
 {
     size_t cap = 1024;
     while (cap < limit && cap < ((size_t)1 << 26))
@@ -435,10 +431,13 @@ void record_open(const char *expanded, const char *mode, size_t limit)
     ring_wiped_on_fork = madvise(mem, cap * sizeof(struct cell), MADV_WIPEONFORK) == 0;
 #endif
     mode_text = mode;
-    /* The variable as written, %p unexpanded: a forked child expands it
-     * again with its own pid. */
-    const char *raw = getenv("P2PSHIM_RUN_LOG");
-    snprintf(log_pattern, sizeof log_pattern, "%s", raw != NULL && raw[0] ? raw : expanded);
+    /* As written, %p unexpanded: a forked child expands it again. */
+    if (strlen(pattern) >= sizeof log_pattern) {
+        LOG_WARN("the run log's name is longer than %zu bytes; writing none",
+                 sizeof log_pattern - 1);
+        return;
+    }
+    memcpy(log_pattern, pattern, strlen(pattern) + 1);
     open_log_file();
     if (log_fd < 0)
         return;

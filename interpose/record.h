@@ -74,10 +74,13 @@ void record_activity(uint64_t decision, const char *kind, uint64_t bytes,
                      uint64_t start_ns, uint64_t end_ns, int src_dev, int dst_dev,
                      uint32_t stream_id);
 
-/* Opens the run log (from shim_init): expanded is P2PSHIM_RUN_LOG with %p
- * expanded; mode is the header's "mode"; limit caps the records queued.
- * The header is written with the first drain. */
-void record_open(const char *expanded, const char *mode, size_t limit);
+/* Opens the run log (from shim_init): pattern is P2PSHIM_RUN_LOG as
+ * written (%p, %h and %% expanded here, and again by a forked child);
+ * mode is the header's "mode"; limit caps the records queued. The file is
+ * opened by outfile_open (a name too long, a link, a FIFO, a device or
+ * another user's file: one warning, no run log). The header is written
+ * with the first drain. */
+void record_open(const char *pattern, const char *mode, size_t limit);
 
 /* Sets the header's "cupti" text before the header is written (called at
  * most once, before the first flush); later states go out as events. */

@@ -48,7 +48,7 @@ static void init_once_body(void)
     atexit(stats_report);
     if (config->run_log[0] != '\0') {
         static const char *const modes[] = {"upgrade", "off", "observe"};
-        record_open(config->run_log, modes[config->mode], config->record_limit);
+        record_open(config->run_log_pattern, modes[config->mode], config->record_limit);
         atexit(record_flush_final);
     }
     pthread_atfork(fork_prepare, fork_release, fork_child);

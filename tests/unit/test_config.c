@@ -89,7 +89,7 @@ static bool same_config(const struct p2pshim_config *a,
            a->dump_config == b->dump_config &&
            strcmp(a->run_log, b->run_log) == 0 && a->cupti == b->cupti &&
            a->record_limit == b->record_limit &&
-           strcmp(a->topo_file, b->topo_file) == 0 && a->bounce == b->bounce &&
+           strcmp(a->run_log_pattern, b->run_log_pattern) == 0 && a->bounce == b->bounce &&
            a->bounce_budget == b->bounce_budget &&
            a->bounce_budget_pct == b->bounce_budget_pct &&
            a->bounce_chunk == b->bounce_chunk &&
@@ -218,8 +218,12 @@ static void test_observability_values(void)
                 "P2PSHIM_RECORD_LIMIT=1K", "P2PSHIM_TOPO_FILE=/t/topo.json", NULL) == 0);
     snprintf(want, sizeof want, "/tmp/run-%d.jsonl", (int)getpid());
     CHECK_STR(cfg.run_log, want);
+    CHECK_STR(cfg.run_log_pattern, "/tmp/run-%p.jsonl");
     CHECK(cfg.cupti == 0 && cfg.record_limit == 1024);
-    CHECK_STR(cfg.topo_file, "/t/topo.json");
+    /* The tool's variables: no warning, nothing set. */
+    CHECK(parse(&cfg, "P2PSHIM_LIBRARY=/x/libp2pshim.so", "P2PSHIM_TOPO_FILE=/t/t.json",
+                NULL) == 0);
+    CHECK(is_default(&cfg));
     CHECK(parse(&cfg, "P2PSHIM_CUPTI=yes", NULL) == 0 && cfg.cupti == 1);
     CHECK(parse(&cfg, "P2PSHIM_CUPTI=maybe", NULL) == 1 && cfg.cupti == -1);
     CHECK(parse(&cfg, "P2PSHIM_RECORD_LIMIT=0", NULL) == 1 && cfg.record_limit == 262144);
@@ -357,7 +361,7 @@ static void test_names(void)
     CHECK_STR(lines[0],
               "unknown variable P2PSHIM_MODEE (known: P2PSHIM_MODE, "
               "P2PSHIM_PAIRS, P2PSHIM_MIN_BYTES, P2PSHIM_LOG, "
-              "P2PSHIM_LOG_FILE, P2PSHIM_DUMP_CONFIG, P2PSHIM_RUN_LOG, P2PSHIM_CUPTI, P2PSHIM_RECORD_LIMIT, P2PSHIM_TOPO_FILE, "
+              "P2PSHIM_LOG_FILE, P2PSHIM_DUMP_CONFIG, P2PSHIM_RUN_LOG, P2PSHIM_CUPTI, P2PSHIM_RECORD_LIMIT, "
               "P2PSHIM_BOUNCE, P2PSHIM_BOUNCE_MIN, P2PSHIM_BOUNCE_BUDGET, P2PSHIM_BOUNCE_CHUNK)");
 
     CHECK(parse(&cfg, "P2PSHIM_=1", "P2PSHIM_LOGFILE=x", "P2PSHIM_mode=off",
@@ -605,8 +609,14 @@ static void test_log_file_names(void)
     CHECK_STR(cfg.log_file, "a%pb%");
     CHECK(parse(&cfg, "P2PSHIM_LOG_FILE=100%", NULL) == 0);
     CHECK_STR(cfg.log_file, "100%");
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
     CHECK(parse(&cfg, "P2PSHIM_LOG_FILE=%h%P", NULL) == 0);
-    CHECK_STR(cfg.log_file, "%h%P");
+    snprintf(want, sizeof want, "%s%%P", host);
+    CHECK_STR(cfg.log_file, want);
+    CHECK(parse(&cfg, "P2PSHIM_LOG_FILE=%%h.%h", NULL) == 0);
+    snprintf(want, sizeof want, "%%h.%s", host);
+    CHECK_STR(cfg.log_file, want);
     CHECK(parse(&cfg, "P2PSHIM_LOG_FILE=%%%p", NULL) == 0);
     snprintf(want, sizeof want, "%%%ld", pid);
     CHECK_STR(cfg.log_file, want);

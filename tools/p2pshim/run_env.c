@@ -13,11 +13,13 @@
 
 #define SHIM_FILE "libp2pshim.so"
 
-/* The variables the shim knows: interpose/config.h's one list. */
+/* What --set may name: the shim's variables (interpose/config.h's one
+ * list) and P2PSHIM_TOPO_FILE, which the report reads. */
 static const char *const known_vars[] = {
 #define X(name, what) #name,
     P2PSHIM_CONFIG_VARS(X)
 #undef X
+    "P2PSHIM_TOPO_FILE",
 };
 #define NKNOWN (sizeof known_vars / sizeof known_vars[0])
 _Static_assert(NKNOWN <= RUN_ENV_MAX, "RUN_ENV_MAX must hold every variable");

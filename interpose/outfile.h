@@ -1,0 +1,26 @@
+/* The files the shim writes (P2PSHIM_LOG_FILE, P2PSHIM_RUN_LOG): how their
+ * names are expanded and how they are opened (docs/SECURITY.md). */
+#ifndef P2PSHIM_OUTFILE_H
+#define P2PSHIM_OUTFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Expands pattern into out (len bytes): %p is the pid, %h the host name
+ * (gethostname), %% a single %; any other % is kept as written. Returns
+ * false, with out set to "", when the result does not fit: a name is never
+ * cut. */
+bool outfile_expand(const char *pattern, char *out, size_t len);
+
+/* Opens path for appending, safely for a library loaded into any program:
+ * O_NOFOLLOW (a symbolic link as the last component is refused),
+ * O_CLOEXEC, O_NONBLOCK while opening (a FIFO without a reader fails at
+ * once instead of blocking), created 0600; then refused unless it is a
+ * regular file owned by the effective user. extra_flags are added to the
+ * open flags, except O_TRUNC, which is applied only after those checks.
+ * Returns the descriptor (O_NONBLOCK cleared), or -1 with a short reason
+ * in why ("not a regular file", "a symbolic link (not followed)", "owned
+ * by another user", or strerror's text). errno is preserved. */
+int outfile_open(const char *path, int extra_flags, char *why, size_t why_len);
+
+#endif
