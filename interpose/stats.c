@@ -95,14 +95,28 @@ static void report_pair(const char *label, const struct stats_pair *p)
              (unsigned long long)p->upgraded_bytes, reasons[0] ? reasons : "-");
 }
 
+/* Zeroes [p, p+n) only if a byte there is set: a forked child (the one
+ * caller of stats_reset) would otherwise copy every page of the pair table
+ * it writes, untouched zero pages included (172 KiB). The child has one
+ * thread: plain reads are safe. */
+static void zero_if_set(void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        if (b[i] != 0) {
+            memset(p, 0, n);
+            return;
+        }
+}
+
 void stats_reset(void)
 {
     struct pair_counters *all[] = {&local_counts, &far_counts};
     for (int s = 0; s < P2PSHIM_MAX_DEVICES; s++)
         for (int d = 0; d < P2PSHIM_MAX_DEVICES; d++)
-            memset(&pairs[s][d], 0, sizeof pairs[s][d]);
+            zero_if_set(&pairs[s][d], sizeof pairs[s][d]);
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        memset(all[i], 0, sizeof *all[i]);
+        zero_if_set(all[i], sizeof *all[i]);
     atomic_store(&enables_ok, 0);
     atomic_store(&enables_failed, 0);
     bounce_stats_reset();

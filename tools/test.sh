@@ -18,6 +18,8 @@ build() { # dir, extra cmake args...
 mkdir -p build-test
 build build-test/plain
 (cd build-test/plain && ctest --output-on-failure -j "$jobs")
+# The footprint figures (what the shim costs a process), for the CI log.
+(cd build-test/plain && ctest -L footprint -V | grep "footprint: " || true)
 
 build build-test/asan -DP2PSHIM_SANITIZE=address -DP2PSHIM_BUILD_GPU=OFF
 (cd build-test/asan && ctest --output-on-failure -j "$jobs" -LE gpu)

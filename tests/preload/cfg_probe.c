@@ -77,7 +77,8 @@ int main(int argc, char **argv)
     } else if (strcmp(c, "bad_min_bytes") == 0) {
         copy(0, 1, SMALL, 1, 1); /* the default (0) kept */
     } else if (strcmp(c, "summary") == 0 || strcmp(c, "log_file") == 0 ||
-               strcmp(c, "unknown_var") == 0 || strcmp(c, "bad_mode") == 0) {
+               strcmp(c, "unknown_var") == 0 || strcmp(c, "bad_mode") == 0 ||
+               strcmp(c, "tool_vars") == 0 || strcmp(c, "files") == 0) {
         standard();
     } else {
         fprintf(stderr, "cfg_probe: unknown case '%s'\n", c);

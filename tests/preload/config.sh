@@ -74,6 +74,10 @@ bad_min_bytes)
     run P2PSHIM_MIN_BYTES=12Q
     count "^p2pshim: warning: .*P2PSHIM_MIN_BYTES" "$dir/err" 1
     count "p2pshim" "$dir/err" 1 ;;
+tool_vars)
+    # The launcher's and the report's variables are not the shim's to warn about.
+    run P2PSHIM_LIBRARY=/nowhere/libp2pshim.so P2PSHIM_TOPO_FILE=/nowhere/topo.json
+    count "p2pshim" "$dir/err" 0 ;;
 *)
     echo "config.sh: unknown case $case_name"; exit 2 ;;
 esac
