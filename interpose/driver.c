@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 static _Atomic(dlsym_fn) real_dlsym;
 static _Atomic(void *) driver_handle;
@@ -24,12 +25,21 @@ dlsym_fn driver_real_dlsym(void)
     return fn;
 }
 
+/* Is path a CUDA driver library (libcuda.so, libcuda.so.1, libcuda.so.<version>,
+ * under any folder)? Another tool's library is not. */
+static bool is_driver_file(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    return strncmp(base != NULL ? base + 1 : path, "libcuda.so", 10) == 0;
+}
+
 void driver_note_pointer(void *fn)
 {
     Dl_info info;
     if (atomic_load_explicit(&driver_handle, memory_order_acquire) != NULL)
         return;
-    if (fn == NULL || dladdr(fn, &info) == 0 || info.dli_fname == NULL)
+    if (fn == NULL || dladdr(fn, &info) == 0 || info.dli_fname == NULL ||
+        !is_driver_file(info.dli_fname))
         return;
     void *h = dlopen(info.dli_fname, RTLD_NOLOAD | RTLD_LAZY);
     void *expected = NULL;

@@ -14,8 +14,9 @@ typedef void *(*dlsym_fn)(void *handle, const char *symbol);
 /* glibc's dlsym, found with dlvsym. Never NULL after first use on glibc. */
 dlsym_fn driver_real_dlsym(void);
 
-/* Tells the driver module where libcuda lives: fn is a pointer the driver
- * handed out (the real cuGetProcAddress, say). */
+/* Tells the driver module where libcuda lives: fn is a pointer a lookup
+ * handed out (the real cuGetProcAddress, say). Pointers into any library
+ * but a libcuda.so* (another tool's wrappers) are ignored. */
 void driver_note_pointer(void *fn);
 
 /* A symbol of the loaded driver library, or NULL when no driver is loaded
