@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <string.h>
 
-static _Atomic(dlsym_fn) real_dlsym;
+static _Atomic(dlsym_fn) real_dlsym, next_dlsym;
 static _Atomic(void *) driver_handle;
 
 __attribute__((no_sanitize("address", "undefined", "thread")))
@@ -22,6 +22,22 @@ dlsym_fn driver_real_dlsym(void)
     if (fn == NULL)
         fn = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
     atomic_store_explicit(&real_dlsym, fn, memory_order_release);
+    return fn;
+}
+
+__attribute__((no_sanitize("address", "undefined", "thread")))
+dlsym_fn driver_next_dlsym(void)
+{
+    dlsym_fn fn = atomic_load_explicit(&next_dlsym, memory_order_acquire);
+    if (fn != NULL)
+        return fn;
+    /* glibc's versioned lookup passes over unversioned definitions: ask
+     * it, unversioned, for the next one after the shim. */
+    dlsym_fn glibc = driver_real_dlsym();
+    fn = glibc != NULL ? (dlsym_fn)glibc(RTLD_NEXT, "dlsym") : NULL;
+    if (fn == NULL)
+        fn = glibc;
+    atomic_store_explicit(&next_dlsym, fn, memory_order_release);
     return fn;
 }
 

@@ -34,7 +34,7 @@ void *p2pshim_dlsym_route(void *handle, const char *symbol)
 {
     if (handle != RTLD_NEXT && hook_find_by_name(symbol) >= 0)
         return NULL;
-    return (void *)driver_real_dlsym();
+    return (void *)driver_next_dlsym();
 }
 
 __attribute__((used)) void *p2pshim_dlsym_hooked(void *handle, const char *symbol);
@@ -90,7 +90,7 @@ void *p2pshim_dlsym_hooked(void *handle, const char *symbol)
 {
     int id = hook_find_by_name(symbol);
     dlsym_fn real_dlsym = driver_real_dlsym();
-    void *fn = real_dlsym(handle, symbol);
+    void *fn = driver_next_dlsym()(handle, symbol);
     if (fn == NULL || id < 0)
         return fn;
     /* RTLD_DEFAULT (or a handle whose search reaches us) finds our own
