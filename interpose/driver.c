@@ -6,8 +6,9 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
-static _Atomic(dlsym_fn) real_dlsym;
+static _Atomic(dlsym_fn) real_dlsym, next_dlsym;
 static _Atomic(void *) driver_handle;
 
 __attribute__((no_sanitize("address", "undefined", "thread")))
@@ -24,12 +25,37 @@ dlsym_fn driver_real_dlsym(void)
     return fn;
 }
 
+__attribute__((no_sanitize("address", "undefined", "thread")))
+dlsym_fn driver_next_dlsym(void)
+{
+    dlsym_fn fn = atomic_load_explicit(&next_dlsym, memory_order_acquire);
+    if (fn != NULL)
+        return fn;
+    /* glibc's versioned lookup passes over unversioned definitions: ask
+     * it, unversioned, for the next one after the shim. */
+    dlsym_fn glibc = driver_real_dlsym();
+    fn = glibc != NULL ? (dlsym_fn)glibc(RTLD_NEXT, "dlsym") : NULL;
+    if (fn == NULL)
+        fn = glibc;
+    atomic_store_explicit(&next_dlsym, fn, memory_order_release);
+    return fn;
+}
+
+/* Is path a CUDA driver library (libcuda.so, libcuda.so.1, libcuda.so.<version>,
+ * under any folder)? Another tool's library is not. */
+static bool is_driver_file(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    return strncmp(base != NULL ? base + 1 : path, "libcuda.so", 10) == 0;
+}
+
 void driver_note_pointer(void *fn)
 {
     Dl_info info;
     if (atomic_load_explicit(&driver_handle, memory_order_acquire) != NULL)
         return;
-    if (fn == NULL || dladdr(fn, &info) == 0 || info.dli_fname == NULL)
+    if (fn == NULL || dladdr(fn, &info) == 0 || info.dli_fname == NULL ||
+        !is_driver_file(info.dli_fname))
         return;
     void *h = dlopen(info.dli_fname, RTLD_NOLOAD | RTLD_LAZY);
     void *expected = NULL;

@@ -14,8 +14,14 @@ typedef void *(*dlsym_fn)(void *handle, const char *symbol);
 /* glibc's dlsym, found with dlvsym. Never NULL after first use on glibc. */
 dlsym_fn driver_real_dlsym(void);
 
-/* Tells the driver module where libcuda lives: fn is a pointer the driver
- * handed out (the real cuGetProcAddress, say). */
+/* The next dlsym after the shim's: another interposer's (loaded after the
+ * shim) or glibc's. The program's lookups go on to it, so an interposer
+ * after the shim answers them as it would without the shim. */
+dlsym_fn driver_next_dlsym(void);
+
+/* Tells the driver module where libcuda lives: fn is a pointer a lookup
+ * handed out (the real cuGetProcAddress, say). Pointers into any library
+ * but a libcuda.so* (another tool's wrappers) are ignored. */
 void driver_note_pointer(void *fn);
 
 /* A symbol of the loaded driver library, or NULL when no driver is loaded

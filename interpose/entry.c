@@ -1,15 +1,22 @@
 /* Entry points: the dlsym override and cuGetProcAddress[_v2].
  *
  * dlsym: a lookup of a hooked cu* name (on any handle but RTLD_NEXT) gets
- * our wrapper of that exact variant, with the driver's answer kept as its
- * real pointer. Every other lookup is answered by glibc's dlsym reached
- * through a tail jump (the trampoline below), so glibc sees the caller's
- * own return address: RTLD_NEXT and RTLD_DEFAULT mean what they mean to
- * the caller, exactly as without the shim.
+ * our wrapper of that exact variant around whatever the lookup found.
+ * Every other lookup is answered by glibc's dlsym reached through a tail
+ * jump (the trampoline below), so glibc sees the caller's own return
+ * address: RTLD_NEXT and RTLD_DEFAULT mean what they mean to the caller,
+ * exactly as without the shim.
  *
- * cuGetProcAddress: the driver answers first, for the caller's own version
- * and flags; if the pointer is one of a hooked base's variants, the caller
- * gets our wrapper of that same variant. */
+ * cuGetProcAddress: the resolver answers first, for the caller's own
+ * version and flags; if the pointer is one of a hooked base's variants, the
+ * caller gets our wrapper of that same variant around it.
+ *
+ * "Around it" (hook_wrap, chain.c): the driver's own export gets the
+ * exported wrapper; any other pointer (a profiler's or another
+ * interposer's function, cuGetProcAddress included) gets a chain slot's
+ * wrapper that calls that pointer, so the shim stays in the chain
+ * whoever else is in it, and every later lookup through a tool's resolver
+ * still comes back through the shim. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdint.h>
@@ -27,7 +34,7 @@ void *p2pshim_dlsym_route(void *handle, const char *symbol)
 {
     if (handle != RTLD_NEXT && hook_find_by_name(symbol) >= 0)
         return NULL;
-    return (void *)driver_real_dlsym();
+    return (void *)driver_next_dlsym();
 }
 
 __attribute__((used)) void *p2pshim_dlsym_hooked(void *handle, const char *symbol);
@@ -83,7 +90,7 @@ void *p2pshim_dlsym_hooked(void *handle, const char *symbol)
 {
     int id = hook_find_by_name(symbol);
     dlsym_fn real_dlsym = driver_real_dlsym();
-    void *fn = real_dlsym(handle, symbol);
+    void *fn = driver_next_dlsym()(handle, symbol);
     if (fn == NULL || id < 0)
         return fn;
     /* RTLD_DEFAULT (or a handle whose search reaches us) finds our own
@@ -96,14 +103,13 @@ void *p2pshim_dlsym_hooked(void *handle, const char *symbol)
             return hook_table[id].wrapper; /* ours, honest: no driver yet */
     }
     driver_note_pointer(fn);
-    if (!hook_set_real((enum hook_id)id, fn))
-        return fn;
-    return hook_table[id].wrapper;
+    return hook_wrap((enum hook_id)id, fn);
 }
 
-/* Which variant of base the driver's pointer fn is: by identity with the
- * variants' exports first; failing that, by the driver's own rule (highest
- * since <= version; the per-thread one when flags ask for it). */
+/* Which variant of base the resolver's pointer fn is: by identity with the
+ * variants' exports and the pointers already chained first; failing that
+ * (another tool's function seen for the first time), by the driver's own
+ * rule (highest since <= version; the per-thread one when flags ask). */
 static int classify(int first, const char *base, void *fn, int version,
                     cuuint64_t flags)
 {
@@ -112,7 +118,7 @@ static int classify(int first, const char *base, void *fn, int version,
         void *known = hook_real_known((enum hook_id)i);
         if (known == NULL)
             known = driver_symbol(hook_table[i].name);
-        if (known == fn)
+        if (known == fn || hook_chained((enum hook_id)i, fn))
             return i;
     }
     bool want_pt = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
@@ -130,20 +136,19 @@ static int classify(int first, const char *base, void *fn, int version,
     return best;
 }
 
-/* Replaces *pfn, the driver's answer for symbol, by our wrapper of the
- * same variant. Leaves it alone for symbols we do not hook. */
+/* Replaces *pfn, the resolver's answer for symbol, by our wrapper of the
+ * same variant around it. Leaves it alone for symbols we do not hook. */
 static void substitute(const char *symbol, void **pfn, int version, cuuint64_t flags)
 {
     if (pfn == NULL || *pfn == NULL)
         return;
     int first = hook_find_by_base(symbol);
-    if (first < 0)
+    if (first < 0 || hook_find_by_wrapper(*pfn) >= 0 || hook_find_by_chain_wrapper(*pfn) >= 0)
         return;
     driver_note_pointer(*pfn);
     int id = classify(first, symbol, *pfn, version, flags);
-    if (id < 0 || !hook_set_real((enum hook_id)id, *pfn))
-        return;
-    *pfn = hook_table[id].wrapper;
+    if (id >= 0)
+        *pfn = hook_wrap((enum hook_id)id, *pfn);
 }
 
 P2PSHIM_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn,

@@ -9,19 +9,26 @@
 
 /* Our exported wrappers, one per hook, declared from the same list so a
  * prototype that disagrees with cuda.h fails to compile. */
-#define P2PSHIM_HOOK(name, base, since, per_thread, params)                 \
+#define P2PSHIM_HOOK(name, base, since, per_thread, params, args)                 \
     P2PSHIM_EXPORT CUresult name params;
 #include "hooks.def"
 #undef P2PSHIM_HOOK
 
 const struct hook_desc hook_table[HOOK_COUNT] = {
-#define P2PSHIM_HOOK(name, base, since, per_thread, params)                 \
+#define P2PSHIM_HOOK(name, base, since, per_thread, params, args)                 \
     {#name, base, since, per_thread, (void *)&name},
 #include "hooks.def"
 #undef P2PSHIM_HOOK
 };
 
 static _Atomic(void *) real_fn[HOOK_COUNT];
+
+/* A chain slot's pointer on its way to the exported wrapper (chain.c).
+ * Initial-exec: one load from the thread pointer on every wrapper call. */
+static _Thread_local struct {
+    int id;
+    void *fn;
+} passed __attribute__((tls_model("initial-exec")));
 
 /* Plain loops instead of strcmp: sanitizer runtimes intercept strcmp and
  * this runs inside dlsym while they start. */
@@ -77,6 +84,23 @@ bool hook_set_real(enum hook_id id, void *fn)
     if (atomic_compare_exchange_strong(&real_fn[id], &expected, fn))
         return true;
     return expected == fn;
+}
+
+void hook_pass_real(enum hook_id id, void *fn)
+{
+    passed.id = (int)id;
+    passed.fn = fn;
+}
+
+void *hook_real_entry(enum hook_id id)
+{
+    if (__builtin_expect(passed.fn != NULL, 0)) {
+        void *fn = passed.fn;
+        passed.fn = NULL;
+        if (passed.id == (int)id)
+            return fn;
+    }
+    return hook_real(id);
 }
 
 void *hook_real(enum hook_id id)

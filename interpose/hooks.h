@@ -8,14 +8,14 @@
 #include "shim_cuda.h"
 
 enum hook_id {
-#define P2PSHIM_HOOK(name, base, since, per_thread, params) HOOK_##name,
+#define P2PSHIM_HOOK(name, base, since, per_thread, params, args) HOOK_##name,
 #include "hooks.def"
 #undef P2PSHIM_HOOK
     HOOK_COUNT
 };
 
 /* pfn_<name>: the exact type of each hooked variant. */
-#define P2PSHIM_HOOK(name, base, since, per_thread, params)                 \
+#define P2PSHIM_HOOK(name, base, since, per_thread, params, args)                 \
     typedef CUresult (*pfn_##name) params;
 #include "hooks.def"
 #undef P2PSHIM_HOOK
@@ -39,8 +39,35 @@ int hook_find_by_name(const char *name);
  * adjacent in hooks.def. */
 int hook_find_by_base(const char *base);
 
-/* The hook whose wrapper is fn, or -1 (is fn one of ours?). */
+/* The hook whose exported wrapper is fn, or -1. */
 int hook_find_by_wrapper(const void *fn);
+
+/* ---- the chain (chain.c) ---- */
+
+/* Wrappers per hook for pointers other than the driver's own export (another
+ * tool's function): each calls its own pointer. */
+#define HOOK_CHAIN_SLOTS 4
+
+/* The pointer to hand out when a lookup of variant id answered fn: fn
+ * itself when it is one of ours; the exported wrapper when fn is the
+ * variant's real pointer (hook_real); else a chain slot's wrapper calling
+ * fn, the same slot for the same fn. With every slot taken by other
+ * pointers, fn unwrapped (and one warning). */
+void *hook_wrap(enum hook_id id, void *fn);
+
+/* The hook whose chain-slot wrapper is fn, or -1. */
+int hook_find_by_chain_wrapper(const void *fn);
+
+/* Does a chain slot of id call fn? */
+bool hook_chained(enum hook_id id, const void *fn);
+
+/* A chain slot's wrapper passes its pointer to the exported wrapper of id
+ * it calls next, on this thread: the next hook_real_entry(id) takes it. */
+void hook_pass_real(enum hook_id id, void *fn);
+
+/* What an exported wrapper calls: the pointer a chain slot passed, else
+ * hook_real(id). First act of every exported wrapper (REAL). */
+void *hook_real_entry(enum hook_id id);
 
 /* Real pointer of a hook: the driver's function of that exact variant.
  * Resolved on first need (RTLD_NEXT, then the loaded libcuda.so.1); NULL
@@ -48,14 +75,13 @@ int hook_find_by_wrapper(const void *fn);
  * CUDA_ERROR_NOT_INITIALIZED rather than call NULL. */
 void *hook_real(enum hook_id id);
 
-/* Records the driver's pointer for a variant, learnt from dlsym or
- * cuGetProcAddress. Returns false when a different pointer was recorded
- * before (the caller then hands back the driver's pointer unwrapped). */
+/* Records the real pointer of a variant when none is known yet. Returns
+ * false when a different pointer was recorded before. */
 bool hook_set_real(enum hook_id id, void *fn);
 
 /* The real pointer if already known, without resolving (may be NULL). */
 void *hook_real_known(enum hook_id id);
 
-#define REAL(name) ((pfn_##name)hook_real(HOOK_##name))
+#define REAL(name) ((pfn_##name)hook_real_entry(HOOK_##name))
 
 #endif

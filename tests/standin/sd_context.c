@@ -18,7 +18,9 @@ SD_API CUresult CUDAAPI cuInit(unsigned int Flags)
         sd.initialized = 1;
     }
     (void)r;
-    return sd_leave(CUDA_SUCCESS);
+    r = sd_leave(CUDA_SUCCESS);
+    sd_load_injection(); /* outside the lock: the tool may call the driver */
+    return r;
 }
 
 SD_API CUresult CUDAAPI cuDriverGetVersion(int *driverVersion)

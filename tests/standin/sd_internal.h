@@ -201,6 +201,8 @@ extern pthread_mutex_t sd_mu;
  * with CUDA_ERROR_NOT_INITIALIZED before cuInit. sd_leave drops the lock
  * and returns r. */
 CUresult sd_enter(const char *fn, int need_init);
+/* Loads the CUDA_INJECTION64_PATH tool, once (sd_procaddr.c). */
+void sd_load_injection(void);
 CUresult sd_leave(CUresult r);
 #define SD_BODY(expr)                                  \
     do {                                               \

@@ -8,9 +8,19 @@
  * (DEFAULT) behaves as LEGACY_STREAM. The pointer handed back is the
  * exported function itself, the same as dlsym gives. Asking for
  * "cuGetProcAddress" gives cuGetProcAddress_v2 from 12000 on and the
- * 4-argument cuGetProcAddress below, by the same rule. */
+ * 4-argument cuGetProcAddress below, by the same rule.
+ *
+ * A tool named by CUDA_INJECTION64_PATH is loaded at the first cuInit, as
+ * the driver loads profilers, and its InitializeInjection() called; it may
+ * then put its own functions in place of exports (standin_inject): from
+ * then on cuGetProcAddress hands out the tool's function for that variant,
+ * as the driver hands out a profiler's. dlsym still gives the export. */
 #include "sd_internal.h"
 
+#include <dlfcn.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct sd_export {
@@ -26,6 +36,79 @@ static const struct sd_export exports[] = {
 #include "sd_exports.def"
 #undef SD_EXPORT
 };
+
+/* ---- injected tools ---- */
+
+#define SD_MAX_INJECTED 64
+static struct {
+    const struct sd_export *export;
+    _Atomic(void *) fn;
+} injected[SD_MAX_INJECTED];
+static atomic_int injected_count;
+static pthread_mutex_t inject_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static const struct sd_export *export_named(const char *name)
+{
+    for (size_t i = 0; name && i < sizeof exports / sizeof exports[0]; i++)
+        if (strcmp(exports[i].name, name) == 0)
+            return &exports[i];
+    return NULL;
+}
+
+SD_API int standin_inject(const char *exact_name, void *replacement, void **original)
+{
+    const struct sd_export *e = export_named(exact_name);
+    if (!e || !replacement)
+        return -1;
+    if (original)
+        *original = e->fn;
+    pthread_mutex_lock(&inject_mu);
+    int n = atomic_load(&injected_count), i = 0;
+    while (i < n && injected[i].export != e)
+        i++;
+    if (i == SD_MAX_INJECTED) {
+        pthread_mutex_unlock(&inject_mu);
+        return -1;
+    }
+    injected[i].export = e;
+    atomic_store(&injected[i].fn, replacement);
+    if (i == n)
+        atomic_store(&injected_count, n + 1);
+    pthread_mutex_unlock(&inject_mu);
+    return 0;
+}
+
+/* What cuGetProcAddress hands out for export e: a tool's function if one
+ * took its place, else the export itself. */
+static void *handed_out(const struct sd_export *e)
+{
+    int n = atomic_load(&injected_count);
+    for (int i = 0; i < n; i++)
+        if (injected[i].export == e)
+            return atomic_load(&injected[i].fn);
+    return e->fn;
+}
+
+static void load_injection(void)
+{
+    const char *path = getenv("CUDA_INJECTION64_PATH");
+    if (!path || !*path)
+        return;
+    void *tool = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    int (*init)(void) = tool ? (int (*)(void))dlsym(tool, "InitializeInjection") : NULL;
+    if (!init) {
+        fprintf(stderr, "standin: CUDA_INJECTION64_PATH=%s: %s\n", path,
+                tool ? "no InitializeInjection" : dlerror());
+        return;
+    }
+    init();
+}
+
+void sd_load_injection(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, load_injection);
+}
 
 static CUresult proc_address(const char *symbol, void **pfn, int version, cuuint64_t flags,
                              CUdriverProcAddressQueryResult *status)
@@ -60,7 +143,7 @@ static CUresult proc_address(const char *symbol, void **pfn, int version, cuuint
                             : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
         return CUDA_ERROR_NOT_FOUND;
     }
-    *pfn = pick->fn;
+    *pfn = handed_out(pick);
     if (status)
         *status = CU_GET_PROC_ADDRESS_SUCCESS;
     return CUDA_SUCCESS;

@@ -92,6 +92,13 @@ int standin_device_of(CUdeviceptr ptr);
  * before the reload are invalid afterwards. */
 void standin_reload_config(void);
 
+/* For a tool loaded through CUDA_INJECTION64_PATH (from its
+ * InitializeInjection): from now on cuGetProcAddress hands out replacement
+ * where it would hand out the export exact_name (dlsym is unchanged), as
+ * the driver hands out a profiler's functions. *original receives the
+ * export, for the tool to call. Returns 0, or -1 for an unknown name. */
+int standin_inject(const char *exact_name, void *replacement, void **original);
+
 #ifdef __cplusplus
 }
 #endif

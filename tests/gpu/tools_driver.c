@@ -1,0 +1,90 @@
+/* The driver-API program for the runs under profilers and sanitizers
+ * (under_tool.sh): linked with libcuda, no runtime. H2D, same-GPU D2D
+ * (synchronous and async), D2H, and with two GPUs cuMemcpyPeer and a
+ * unified cross-GPU cuMemcpyDtoD; frees everything and releases its
+ * contexts. Prints one checksum per copy. */
+#include <cuda.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define N ((size_t)4 << 20)
+
+#define CK(call)                                                              \
+    do {                                                                      \
+        CUresult r_ = (call);                                                 \
+        if (r_ != CUDA_SUCCESS) {                                             \
+            fprintf(stderr, "FAIL %s:%d: %s returned %d\n", __FILE__, __LINE__, #call, \
+                    (int)r_);                                                 \
+            exit(1);                                                          \
+        }                                                                     \
+    } while (0)
+
+static uint64_t fnv(const unsigned char *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+static void show(const char *what, CUcontext ctx, CUdeviceptr d, unsigned char *host)
+{
+    CK(cuCtxSetCurrent(ctx));
+    memset(host, 0, N);
+    CK(cuMemcpyDtoH(host, d, N));
+    printf("%-22s %016llx\n", what, (unsigned long long)fnv(host, N));
+}
+
+int main(void)
+{
+    int ndev = 0;
+    if (cuInit(0) != CUDA_SUCCESS || cuDeviceGetCount(&ndev) != CUDA_SUCCESS || ndev < 1) {
+        printf("no GPU: skipped\n");
+        return 77;
+    }
+    CUcontext c0, c1 = NULL;
+    CUdeviceptr a, b, r = 0;
+    CUstream s;
+    unsigned char *host = malloc(N);
+    if (host == NULL)
+        return 1;
+    for (size_t i = 0; i < N; i++)
+        host[i] = (unsigned char)(i * 13 + (i >> 10));
+    CK(cuDevicePrimaryCtxRetain(&c0, 0));
+    CK(cuCtxSetCurrent(c0));
+    CK(cuMemAlloc(&a, N));
+    CK(cuMemAlloc(&b, N));
+    CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CK(cuMemcpyHtoD(a, host, N));
+    show("h2d", c0, a, host);
+    CK(cuMemcpyDtoD(b, a, N));
+    show("d2d same-gpu", c0, b, host);
+    CK(cuMemsetD8(b, 0, N));
+    CK(cuMemcpyDtoDAsync(b, a, N, s));
+    CK(cuStreamSynchronize(s));
+    show("d2d async same-gpu", c0, b, host);
+    if (ndev < 2) {
+        printf("cross-gpu copies: skipped (1 GPU)\n");
+    } else {
+        CK(cuDevicePrimaryCtxRetain(&c1, 1));
+        CK(cuCtxSetCurrent(c1));
+        CK(cuMemAlloc(&r, N));
+        CK(cuMemcpyPeer(r, c1, a, c0, N));
+        show("peer 0->1", c1, r, host);
+        CK(cuMemsetD8(r, 0, N));
+        CK(cuMemcpyDtoD(r, b, N));
+        show("unified d2d 0->1", c1, r, host);
+        CK(cuMemFree(r));
+        CK(cuDevicePrimaryCtxRelease(1));
+    }
+    CK(cuCtxSetCurrent(c0));
+    CK(cuStreamDestroy(s));
+    CK(cuMemFree(a));
+    CK(cuMemFree(b));
+    CK(cuDevicePrimaryCtxRelease(0));
+    free(host);
+    printf("done\n");
+    return 0;
+}
