@@ -132,10 +132,9 @@ def run_one(group, arm, cycle, a, shim):
         p = subprocess.run(argv, env=arm_env(arm, shim, a.shim_env), capture_output=True,
                            text=True, timeout=a.timeout)
         rc, stdout, stderr = p.returncode, p.stdout, p.stderr
-    except subprocess.TimeoutExpired as e:
-        rc, stdout, stderr = 124, e.stdout or "", (e.stderr or "") + "\ntimed out"
-        stdout = stdout.decode() if isinstance(stdout, bytes) else stdout
-        stderr = stderr.decode() if isinstance(stderr, bytes) else stderr
+    except subprocess.TimeoutExpired as e:  # its output comes as bytes, or None
+        text = lambda b: b.decode(errors="replace") if isinstance(b, bytes) else (b or "")
+        rc, stdout, stderr = 124, text(e.stdout), text(e.stderr) + "\ntimed out"
     lines = []
     for text in stdout.splitlines():
         if text.startswith("{"):

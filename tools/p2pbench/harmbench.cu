@@ -291,14 +291,22 @@ static double bounce_round(const harm_opts *o, void *src, void *dst, unsigned ch
     return harm_now_ms() - t0;
 }
 
+/* The bounce loop's row name: bounce.MEMORY.untouched|read.same|cross. */
+static const char *bounce_row(const harm_opts *o)
+{
+    static char row[96];
+    snprintf(row, sizeof row, "bounce.%s.%s.%s", o->memory,
+             strcmp(o->touch, "read") == 0 ? "read" : "untouched",
+             o->a == o->b ? "same" : "cross");
+    return row;
+}
+
 static int row_bounce(const harm_opts *o, void *src, size_t n)
 {
     double t[MAX_ROUNDS];
     int ok = 1, pinned = strcmp(o->memory, "pinned") == 0;
     int pageable = strcmp(o->memory, "pageable") == 0, read = strcmp(o->touch, "read") == 0;
-    char row[96];
-    snprintf(row, sizeof row, "bounce.%s.%s.%s", o->memory, read ? "read" : "untouched",
-             o->a == o->b ? "same" : "cross");
+    const char *row = bounce_row(o);
     unsigned char *h = NULL;
     void *dst;
     CK(cudaSetDevice(o->b));
@@ -458,7 +466,7 @@ int main(int argc, char **argv)
     CK(cudaSetDevice(o.a));
     CK(cudaFree(src));
     int devs[2];
-    harm_emit_held(o.row, o.label, devs, devs_used(&o, devs), ok);
+    harm_emit_held(bounce ? bounce_row(&o) : o.row, o.label, devs, devs_used(&o, devs), ok);
     if (!ok)
         fprintf(stderr, "harmbench: FAIL: wrong bytes in row %s (lines above)\n", o.row);
     return ok ? 0 : 1;
