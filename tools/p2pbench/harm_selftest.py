@@ -133,6 +133,19 @@ def check_held():
            hs["bounce.pinned.untouched.same"]["verdict"], "-")
 
 
+def check_summary():
+    lines = synthetic()
+    out = harm_stats.summary(harm_stats.aggregate(lines), harm_stats.held(lines), len(lines))
+    loop = [l for l in out if "bounce.pageable.untouched.cross" in l]
+    expect("one summary line per loop", len(loop), 1)
+    expect("loop line: steady speedup and round 1", loop and "60.0x" in loop[0] and
+           "round 1: 0.85x" in loop[0] and loop[0].startswith("ok"), True)
+    worst = [l for l in out if " fresh_pinned " in l]
+    expect("worst ratio line", worst and worst[0].startswith("FAIL") and "1.571" in worst[0],
+           True)
+    expect("bytes line", out[-1].startswith("FAIL every byte"), True)
+
+
 def check_report():
     import harm_run
     good = [l for l in synthetic() if l["row"] in ("malloc_read", "bounce.pageable.read.same")]
@@ -183,7 +196,8 @@ def check_schedule():
 
 
 def run():
-    for check in (check_aggregate, check_targets, check_held, check_report, check_schedule):
+    for check in (check_aggregate, check_targets, check_held, check_summary, check_report,
+                  check_schedule):
         check()
     print("harm_run self-test: %s (%d failed)" % ("FAIL" if failures else "ok",
                                                  len(failures)))

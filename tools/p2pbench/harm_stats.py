@@ -161,9 +161,12 @@ def held_table(helds):
 def summary(measures, helds, nlines):
     """The short table: per (row, metric) over sizes and cudarts, the worst
     figure against its target; then memory held, then the bytes."""
-    groups = {}
+    groups, first_round = {}, {}
     for m in measures:
-        groups.setdefault((m["row"], m["metric"]), []).append(m)
+        if is_loop(m["row"]) and m["metric"] == "first_ms":  # beside its steady state
+            first_round[(m["cudart"], m["row"], m["bytes"])] = m
+        else:
+            groups.setdefault((m["row"], m["metric"]), []).append(m)
     out = []
     for (row, metric), ms in sorted(groups.items()):
         verdicts = [m["verdict"] for m in ms]
@@ -180,11 +183,13 @@ def summary(measures, helds, nlines):
         pick = max if figure == "ratio" else min
         w = pick(have, key=lambda m: m[figure])
         t = w["target"]
-        out.append("%-4s %-34s %-9s worst %-7s %8s (%s %s)  A/A spread <= %s%s" % (
+        first = first_round.get((w["cudart"], row, w["bytes"]))
+        out.append("%-4s %-34s %-9s worst %-7s %8s (%s %s)  A/A spread <= %s%s%s" % (
             verdict, row, metric, figure, _num(w[figure], "%.3f" if figure == "ratio" else
                                                "%.1fx"), w["cudart"], _size(w["bytes"]),
             _num(max(aas) * 100 if aas else None, "%.1f %%"),
-            "  [target %s %s %g]" % t if t else ""))
+            "  [target %s %s %g]" % t if t else "",
+            "  round 1: %s" % _num(first["speedup"], "%.2fx") if first else ""))
     judged = [h for h in helds if h["verdict"] != "-"]
     bad = [h for h in judged if h["verdict"] != "ok"]
     out.append("%-4s held at exit, rows that never bounce: free device memory equal and no "
