@@ -3,7 +3,8 @@
 #
 #   tools/gpu_tier.sh [--no-build] [--no-tests] [--no-bench]
 #                     [--rounds N] [--bench-args "..."] [--tests REGEX]
-#                     [--exclude REGEX] [--no-bounce]
+#                     [--exclude REGEX] [--no-bounce] [--no-harm]
+#                     [--harm-args "..."]
 #
 # 1. prints the GPU topology (nvidia-smi topo -m);
 # 2. configures and builds (cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release,
@@ -12,9 +13,13 @@
 #    --exclude);
 # 4. runs tools/p2pbench/run_bench.py (results: docs/p2pbench-results.json)
 #    and tools/p2pbench/bounce_run.sh (host bounces: docs/bounce-results.jsonl);
-# 5. copies logs and JSON to $OUT when set (8 files at most);
-# 6. prints a summary table last: each gpu test pass/fail/skip, each
-#    benchmark criterion.
+# 5. runs tools/p2pbench/harm_run.py (what the shim costs programs that never
+#    bounce, and the bounce loops: docs/harm-results.json; --harm-args passes
+#    options, e.g. "--quick");
+# 6. copies logs and JSON to $OUT when set (8 files at most: the summary and
+#    results first, every log in logs.tar.gz);
+# 7. prints a summary table last: each gpu test pass/fail/skip, each
+#    benchmark criterion, the harm summary.
 # The machine has no internet: nothing here fetches anything, and the
 # variables below make pip and friends fail fast instead of hanging.
 # Exit: 0 when everything that ran passed, 1 otherwise.
@@ -23,14 +28,16 @@ cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
 BUILD=${P2PSHIM_GPU_BUILD:-build-gpu}
 LOGS=$ROOT/$BUILD/gpu-tier
-do_build=1 do_tests=1 do_bench=1 do_bounce=1 rounds=2 bench_args="" tests_regex=""
-exclude_regex=""
+do_build=1 do_tests=1 do_bench=1 do_bounce=1 do_harm=1 rounds=2 bench_args="" tests_regex=""
+exclude_regex="" harm_args=""
 while [ $# -gt 0 ]; do
     case "$1" in
     --no-build) do_build=0; shift ;;
     --no-tests) do_tests=0; shift ;;
     --no-bench) do_bench=0; shift ;;
     --no-bounce) do_bounce=0; shift ;;
+    --no-harm) do_harm=0; shift ;;
+    --harm-args) harm_args=$2; shift 2 ;;
     --tests) tests_regex=$2; shift 2 ;;
     --exclude) exclude_regex=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
@@ -43,6 +50,7 @@ export CMAKE_BUILD_PARALLEL_LEVEL=16
 mkdir -p "$LOGS"
 status=0
 build_state=skipped tests_state=skipped bench_state=skipped bounce_state=skipped
+harm_state=skipped
 
 echo "== nvidia-smi topo -m"
 if command -v nvidia-smi >/dev/null 2>&1; then
@@ -121,13 +129,25 @@ if [ "$do_bounce" = 1 ] && [ "$build_state" != FAILED ]; then
     fi
 fi
 
-# The summary table: from ctest's log and run_bench's criteria lines.
+if [ "$do_harm" = 1 ] && [ "$build_state" != FAILED ]; then
+    echo "== harm_run.py"
+    # shellcheck disable=SC2086 # harm_args is a list of options
+    if PYTHONUNBUFFERED=1 python3 tools/p2pbench/harm_run.py --build-dir "$BUILD" \
+               --json docs/harm-results.json $harm_args 2>&1 | tee "$LOGS/harm.log"; then
+        harm_state=ok
+    else
+        harm_state=FAILED status=1
+    fi
+fi
+
+# The summary table: from ctest's log and the benchmarks' criteria lines.
 python3 - "$LOGS" "$build_state" "$tests_state" "$bench_state" "$bounce_state" \
-    >"$LOGS/summary.txt" <<'EOF'
+    "$harm_state" >"$LOGS/summary.txt" <<'EOF'
 import os, re, sys
-logs, build, tests, bench, bounce = sys.argv[1:6]
+logs, build, tests, bench, bounce, harm = sys.argv[1:7]
 print("== gpu tier summary")
-print("build: %s   tests: %s   bench: %s   bounce: %s" % (build, tests, bench, bounce))
+print("build: %s   tests: %s   bench: %s   bounce: %s   harm: %s" % (build, tests, bench,
+                                                                   bounce, harm))
 pat = re.compile(r"Test\s+#\d+: (\S+) \.*\s*(?:\*\*\*)?([A-Za-z][A-Za-z ]*?)(?::[^\d]*)?\s+[\d.]+ sec")
 path = os.path.join(logs, "ctest.log")
 if os.path.exists(path):
@@ -138,7 +158,8 @@ if os.path.exists(path):
             state = {"passed": "pass", "skipped": "skip", "not run": "skip"}.get(word, "FAIL")
             print("  %-4s %s%s" % (state, m.group(1), "" if state != "FAIL" else " (%s)" % word))
 for name, marker, title in (("bench.log", "== acceptance criteria", "benchmark criteria:"),
-                            ("bounce.log", "== bounce criteria", "bounce criteria:")):
+                            ("bounce.log", "== bounce criteria", "bounce criteria:"),
+                            ("harm.log", "== harm summary", "harm (shim / no shim):")):
     path = os.path.join(logs, name)
     if os.path.exists(path):
         lines = open(path, errors="replace").read().splitlines()
@@ -148,18 +169,24 @@ for name, marker, title in (("bench.log", "== acceptance criteria", "benchmark c
                 print("  " + (l if len(l) < 150 else l[:147] + "..."))
 EOF
 
+cat "$LOGS/summary.txt"
 if [ -n "${OUT:-}" ]; then
     mkdir -p "$OUT"
-    # At most 8 files come back: the bulky rest travels in one tarball.
+    # At most 8 files come back: every log in one tarball, then the summary,
+    # the results of the stages that ran and their logs, in that order, while
+    # there is room.
+    # shellcheck disable=SC2046 # the names that exist, one word each
     tar -czf "$OUT/logs.tar.gz" -C "$LOGS" $(cd "$LOGS" && ls -d build.log ctest-gpu.xml \
-        transcripts.tar.gz examples 2>/dev/null) 2>/dev/null
-    for f in topo.txt ctest.log bench.log bounce.log bounce-probe.txt summary.txt; do
-        [ -f "$LOGS/$f" ] && cp "$LOGS/$f" "$OUT/"
+        transcripts.tar.gz examples topo.txt ctest.log bench.log bounce.log harm.log \
+        bounce-probe.txt summary.txt 2>/dev/null) 2>/dev/null
+    sent=1
+    for f in "$LOGS/summary.txt" \
+             "$([ "$do_harm" = 1 ] && echo docs/harm-results.json)" \
+             "$([ "$do_bench" = 1 ] && echo docs/p2pbench-results.json)" \
+             "$([ "$do_bounce" = 1 ] && echo docs/bounce-results.jsonl)" \
+             "$LOGS/harm.log" "$LOGS/ctest.log" "$LOGS/bench.log" "$LOGS/bounce.log" \
+             "$LOGS/topo.txt" "$LOGS/bounce-probe.txt"; do
+        [ -n "$f" ] && [ -f "$f" ] && [ "$sent" -lt 8 ] && cp "$f" "$OUT/" && sent=$((sent + 1))
     done
-    [ -f docs/p2pbench-results.json ] && [ "$do_bench" = 1 ] &&
-        cp docs/p2pbench-results.json "$OUT/"
-    [ -f docs/bounce-results.jsonl ] && [ "$do_bounce" = 1 ] &&
-        cp docs/bounce-results.jsonl "$OUT/"
 fi
-cat "$LOGS/summary.txt"
 exit $status
