@@ -24,7 +24,7 @@ find_tool() {
 }
 case "$tool" in
     ncu) bin=$(find_tool ncu) || { echo "ncu not found: skipped"; exit 77; }
-         opts="--target-processes all -c 5" ;;
+         opts="--target-processes all --clock-control none -c 5" ;;
     memcheck) bin=$(find_tool compute-sanitizer) ||
                   { echo "compute-sanitizer not found: skipped"; exit 77; }
          opts="--tool memcheck --leak-check full --error-exitcode 0" ;;
