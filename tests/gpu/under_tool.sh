@@ -34,6 +34,10 @@ case "$tool" in
     *) echo "under_tool.sh: unknown tool $tool" >&2; exit 2 ;;
 esac
 
+# ncu prints its report on the program's stdout: it goes to a file of its
+# own, so that the program's transcript can be compared.
+tool_log() { [ "$tool" = ncu ] && echo "--log-file $dir/$1.tool.log"; }
+
 run() { # NAME PRELOAD CMD...: output in NAME.out/.err, shim lines in NAME.summary
     name=$1 pre=$2
     shift 2
@@ -51,10 +55,10 @@ if [ "$rc" -eq 77 ]; then cat "$dir/alone.out"; exit 77; fi
 fail=0
 [ "$rc" -eq 0 ] || { echo "FAIL: the program with the shim exited $rc"; cat "$dir/alone.err"; fail=1; }
 # shellcheck disable=SC2086
-run plain "" "$bin" $opts "$@" ||
+run plain "" "$bin" $opts $(tool_log plain) "$@" ||
     { echo "FAIL: $tool without the shim exited $?"; tail -40 "$dir/plain.err"; fail=1; }
 # shellcheck disable=SC2086
-run shim "$shim" "$bin" $opts "$@" ||
+run shim "$shim" "$bin" $opts $(tool_log shim) "$@" ||
     { echo "FAIL: $tool with the shim exited $?"; tail -40 "$dir/shim.err"; fail=1; }
 
 # The program's transcript: its own lines (the tools prefix theirs "==").
@@ -76,7 +80,7 @@ else
 fi
 # The tool's verdict, with and without the shim.
 for n in plain shim; do
-    cat "$dir/$n.out" "$dir/$n.err" |
+    cat "$dir/$n.out" "$dir/$n.err" "$dir/$n.tool.log" 2>/dev/null |
         grep -E '(ERROR|LEAK|RACECHECK|INITCHECK) SUMMARY|==PROF== Error|==ERROR==' |
         sed 's/^=* *[0-9]* *=* *//' >"$dir/$n.verdict"
 done
