@@ -259,7 +259,7 @@ def check_cli():
     with tempfile.TemporaryDirectory() as tmp:
         bad = {"empty.jsonl": "", "array.jsonl": "[1,2]\n",
                "noheader.jsonl": '{"type":"decision","id":1}\n',
-               "v2.jsonl": '{"type":"header","format":"p2pshim-log","version":2}\n',
+               "v3.jsonl": '{"type":"header","format":"p2pshim-log","version":3}\n',
                "midline.jsonl": open(log).read().replace('"type":"gizmo"', '"type":"gizmo"]', 1)}
         for name, content in bad.items():
             path = os.path.join(tmp, name)
