@@ -154,7 +154,7 @@ struct report_log *report_log_new(void);
  * one line naming the file and line ("run.log:7: invalid JSON: ..."): the
  * file cannot be read (or read twice: not a pipe), a line is not a JSON
  * object (except a last line torn mid-write), or the first line is not a
- * version 1 header. */
+ * version 1 or 2 header. */
 int report_log_read(struct report_log *log, const char *path,
                     const struct report_visitor *v, char *err, size_t errlen);
 const struct report_info *report_log_info(const struct report_log *log);
