@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "hooks.h"
+#include "json_text.h"
 #include "log.h"
 #include "outfile.h"
 #include "thread_start.h"
@@ -83,9 +85,12 @@ static bool header_written;
 static pthread_t writer;
 static atomic_bool writer_started, writer_stop;
 /* In a forked child no writer thread is started (a child of a threaded
- * process should not start threads; ThreadSanitizer refuses it): whoever
- * fills half the ring writes it out, and exit writes the rest. */
+ * process should not start threads; ThreadSanitizer refuses it): each record
+ * is written by the call that made it, so a child leaving with _exit keeps
+ * every record it made. The child's log is opened with its first record: a
+ * child that records nothing leaves no file. */
 static atomic_bool in_forked_child;
+static bool child_log_pending;           /* under drain_lock */
 static pthread_mutex_t writer_lock = PTHREAD_MUTEX_INITIALIZER;
 
 uint64_t record_now_ns(void)
@@ -106,7 +111,7 @@ uint64_t record_next_id(void)
 }
 
 static void start_writer(void);
-static void drain_half_full(size_t pos);
+static void drain_in_child(void);
 
 static void enqueue(const struct entry *e)
 {
@@ -133,7 +138,7 @@ static void enqueue(const struct entry *e)
         }
     }
     if (atomic_load_explicit(&in_forked_child, memory_order_relaxed))
-        drain_half_full(pos);
+        drain_in_child();
     else if (!atomic_load_explicit(&writer_started, memory_order_acquire))
         start_writer();
 }
@@ -158,7 +163,7 @@ void record_event(const char *what, int from, int to, uint64_t duration_ns,
     e.u.event.t_ns = record_now_ns();
     e.u.event.duration_ns = duration_ns;
     if (detail != NULL)
-        snprintf(e.u.event.detail, sizeof e.u.event.detail, "%s", detail);
+        copy_whole_chars(e.u.event.detail, sizeof e.u.event.detail, detail);
     enqueue(&e);
 }
 
@@ -222,19 +227,25 @@ static void write_end(struct outbuf *o, int dev, unsigned kind)
                kind < sizeof kind_names / sizeof kind_names[0] ? kind_names[kind] : "unknown");
 }
 
-/* JSON string content: our strings are names and short details; escape the
- * few characters that need it. */
-static void write_escaped(struct outbuf *o, const char *s)
+/* A string member, "name":"text" (json_text.h): a value that is not valid
+ * UTF-8 gets "name_hex" with its exact bytes as well. */
+static void write_string_member(struct outbuf *o, const char *name, const char *s)
 {
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            out_printf(o, "\\%c", c);
-        else if (c < 0x20)
-            out_printf(o, "\\u%04x", c);
-        else
-            out_printf(o, "%c", c);
-    }
+    size_t n = strlen(s);
+    size_t need = JSON_ESCAPED_MAX(n) + 2 * n + 2 * strlen(name) + 16;
+    if (sizeof o->data - o->used < need)
+        out_flush(o);
+    if (sizeof o->data - o->used < need)
+        n = 0; /* longer than the buffer: not one of ours */
+    out_printf(o, "\"%s\":\"", name);
+    o->used += json_escape(o->data + o->used, s, n);
+    out_printf(o, "\"");
+    if (utf8_valid(s, n))
+        return;
+    out_printf(o, ",\"%s_hex\":\"", name);
+    json_hex(o->data + o->used, s, n);
+    o->used += 2 * n;
+    out_printf(o, "\"");
 }
 
 static void write_entry(struct outbuf *o, const struct entry *e)
@@ -264,9 +275,8 @@ static void write_entry(struct outbuf *o, const struct entry *e)
                    strcmp(v->what, "peer-enable") == 0 ? "true" : "false",
                    (unsigned long long)v->duration_ns);
         if (v->detail[0]) {
-            out_printf(o, ",\"detail\":\"");
-            write_escaped(o, v->detail);
-            out_printf(o, "\"");
+            out_printf(o, ",");
+            write_string_member(o, "detail", v->detail);
         }
         out_printf(o, "}\n");
     } else if (e->type == ENTRY_ACTIVITY) {
@@ -283,31 +293,73 @@ static void write_entry(struct outbuf *o, const struct entry *e)
 
 extern uint64_t cupti_timestamp(void); /* cupti_join.c; 0 when CUPTI is off */
 
+/* The process this image belongs to, the same in every image an exec
+ * starts: the boot, and the process's start time in clock ticks since boot
+ * (/proc/self/stat, field 22), which exec keeps and a new process with the
+ * same pid does not share. "" when /proc cannot tell. */
+static void process_identity(char *out, size_t len)
+{
+    char stat[1024] = "", boot[64] = "";
+    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, stat, sizeof stat - 1) : -1;
+    stat[n > 0 ? n : 0] = '\0';
+    if (fd >= 0)
+        close(fd);
+    fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+    n = fd >= 0 ? read(fd, boot, sizeof boot - 1) : -1;
+    boot[n > 0 ? n : 0] = '\0';
+    boot[strcspn(boot, "\n")] = '\0';
+    if (fd >= 0)
+        close(fd);
+    /* Fields after the command name (which may hold spaces and parentheses):
+     * the state is field 3, the start time field 22. */
+    const char *p = strrchr(stat, ')');
+    unsigned long long start = 0;
+    int field = 2;
+    for (; p != NULL && *p && field < 22; p++)
+        if (*p == ' ')
+            field++;
+    out[0] = '\0';
+    if (p != NULL && field == 22 && sscanf(p, "%llu", &start) == 1)
+        snprintf(out, len, "%s/%d/%llu", boot, (int)getpid(), start);
+}
+
 static void write_header(struct outbuf *o)
 {
-    char exe[512] = "", host[256] = "";
+    char exe[PATH_MAX + 1] = "", host[256] = "", process[128];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     exe[n > 0 ? n : 0] = '\0';
     gethostname(host, sizeof host - 1);
+    process_identity(process, sizeof process);
     struct timespec wall;
     clock_gettime(CLOCK_REALTIME, &wall);
-    out_printf(o, "{\"type\":\"header\",\"format\":\"p2pshim-log\",\"version\":1,\"pid\":%d,"
-                  "\"exe\":\"", (int)getpid());
-    write_escaped(o, exe);
-    out_printf(o, "\",\"host\":\"");
-    write_escaped(o, host);
-    out_printf(o, "\",\"mode\":\"%s\",\"cupti\":\"", mode_text);
-    write_escaped(o, cupti_state);
-    out_printf(o, "\",\"clock_ns\":%llu,\"cupti_ns\":%llu,\"start_unix_ms\":%llu}\n",
+    out_printf(o, "{\"type\":\"header\",\"format\":\"p2pshim-log\",\"version\":2,\"pid\":%d,"
+                  "\"ppid\":%d,\"process\":\"%s\",", (int)getpid(), (int)getppid(), process);
+    write_string_member(o, "exe", exe);
+    out_printf(o, ",");
+    write_string_member(o, "host", host);
+    out_printf(o, ",\"mode\":\"%s\",", mode_text);
+    write_string_member(o, "cupti", cupti_state);
+    out_printf(o, ",\"clock_ns\":%llu,\"cupti_ns\":%llu,\"start_unix_ms\":%llu}\n",
                (unsigned long long)record_now_ns(), (unsigned long long)cupti_timestamp(),
                (unsigned long long)wall.tv_sec * 1000u +
                    (unsigned long long)wall.tv_nsec / 1000000u);
     header_written = true;
 }
 
+static void open_log_file(void);
+
 /* Writes everything queued so far. drain_lock held. */
 static void drain(struct outbuf *o)
 {
+    if (child_log_pending) {
+        child_log_pending = false;
+        open_log_file();
+        if (log_fd < 0) {
+            atomic_store(&enabled, false);
+            return;
+        }
+    }
     if (!header_written)
         write_header(o);
     for (;;) {
@@ -338,11 +390,12 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
-/* Forked child: the record at pos completed half the ring. */
-static void drain_half_full(size_t pos)
+/* Forked child: writes what is queued, the record just made included
+ * (unless another thread of the child is writing: it or the next record
+ * takes it). */
+static void drain_in_child(void)
 {
-    size_t half = (ring_mask + 1) / 2;
-    if ((pos + 1) % half != 0 || pthread_mutex_trylock(&drain_lock) != 0)
+    if (pthread_mutex_trylock(&drain_lock) != 0)
         return;
     drain(&writer_buf);
     pthread_mutex_unlock(&drain_lock);
@@ -409,8 +462,8 @@ static void fork_child(void)
     atomic_store(&written_activities, 0);
     if (log_fd >= 0)
         close(log_fd);
-    open_log_file();
-    atomic_store(&enabled, log_fd >= 0);
+    log_fd = -1;
+    child_log_pending = true; /* opened by its first record (drain) */
 }
 
 void record_open(const char *pattern, const char *mode, size_t limit)

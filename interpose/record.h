@@ -7,8 +7,9 @@
  * and writes off the hot path. When the ring is full the record is dropped
  * and counted (the footer says how many). Nothing is lost at exit (atexit
  * drains the ring), at exec (the exec wrappers drain it first) or in a
- * forked child (the child starts its own log, for its own records; the
- * parent writes the records made before the fork). */
+ * forked child (the child starts its own log with its first record and
+ * writes each record as it is made, so _exit loses none; the parent writes
+ * the records made before the fork). */
 #ifndef P2PSHIM_RECORD_H
 #define P2PSHIM_RECORD_H
 

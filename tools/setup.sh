@@ -12,6 +12,19 @@ command -v chromium >/dev/null 2>&1 || need="$need chromium"
 command -v cmake >/dev/null 2>&1 || need="$need cmake"
 command -v make >/dev/null 2>&1 || need="$need make"
 command -v gcc >/dev/null 2>&1 || need="$need gcc"
+# clang with its libFuzzer runtime builds the fuzz targets (tests/fuzz)
+fuzz_probe() {
+    dir=$(mktemp -d)
+    printf '%s\n' '#include <stddef.h>' '#include <stdint.h>' \
+        'int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { (void)d; (void)n; return 0; }' \
+        >"$dir/p.c"
+    clang -fsanitize=fuzzer,address,undefined "$dir/p.c" -o "$dir/p" >/dev/null 2>&1
+    rc=$?
+    rm -rf "$dir"
+    return $rc
+}
+command -v clang >/dev/null 2>&1 || need="$need clang"
+fuzz_probe || need="$need libclang-rt-dev"
 if [ -n "$need" ]; then
     SUDO=""
     [ "$(id -u)" -eq 0 ] || SUDO="sudo"

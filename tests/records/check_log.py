@@ -2,7 +2,8 @@
 """Runs rec_probe under the shim with a run log and checks the log.
 
 check_log.py CASE PROBE PRELOAD STANDIN_DIR [LAUNCHER]
-CASE: paths | observe | fork | fork_exit | exec | many | many_capped | bounce | observe_bounce
+CASE: paths | observe | fork | fork_exit | fork_exit_few | fork_quiet | exec | exec_fail |
+      exec_self | reuse | odd_exe | many | many_capped | bounce | observe_bounce
 The checks read the log as any consumer would (docs/LOG_FORMAT.md) and
 compare it with what the probe did and what the stand-in counted."""
 import json
@@ -26,17 +27,37 @@ def run(probe, scenario, env_extra, preload, standin):
     env.update(env_extra)
     if preload:
         env["LD_PRELOAD"] = preload
-    p = subprocess.run([probe, scenario], env=env, capture_output=True, text=True, timeout=120)
+    with subprocess.Popen([probe, scenario], env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True) as proc:
+        out, err = proc.communicate(timeout=120)
+    p = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    p.pid = proc.pid
     return p
 
 
+def read_lines(path):
+    """The log's lines as JSON (strict UTF-8, as JSON requires)."""
+    with open(path, "rb") as f:
+        return [json.loads(l) for l in f if l.strip()]
+
+
+def report(launcher, path):
+    """`p2pshim report` of path: (exit status, stdout, its data records)."""
+    rep = subprocess.run([launcher, "report", path], capture_output=True, timeout=60)
+    out = rep.stdout.decode("utf-8", "replace")
+    data = [json.loads(l[2:]) for l in out.splitlines() if l.startswith("@ ")]
+    return rep.returncode, out, data
+
+
 def read_log(path):
-    lines = [json.loads(l) for l in open(path) if l.strip()]
+    lines = read_lines(path)
     expect(lines and lines[0].get("type") == "header", f"{path}: first line is the header")
     expect(lines and lines[-1].get("type") == "footer", f"{path}: last line is a footer")
     if lines and lines[0].get("type") == "header":
         h = lines[0]
-        expect(h.get("format") == "p2pshim-log" and h.get("version") == 1, "header format v1")
+        expect(h.get("format") == "p2pshim-log" and h.get("version") == 2, "header format v2")
+        expect(h.get("process", "").count("/") == 2 and isinstance(h.get("ppid"), int),
+               f"header names its process and parent: {h}")
     decisions = [l for l in lines if l.get("type") == "decision"]
     ids = [d["id"] for d in decisions]
     expect(len(ids) == len(set(ids)), "decision ids unique")
@@ -56,7 +77,8 @@ def main():
     tmp = tempfile.mkdtemp(prefix="p2p-records-")
     pattern = os.path.join(tmp, "run-%p.jsonl")
     env = {"P2PSHIM_RUN_LOG": pattern}
-    scenario = {"observe": "paths", "many_capped": "many", "observe_bounce": "bounce"}.get(case, case)
+    scenario = {"observe": "paths", "many_capped": "many", "observe_bounce": "bounce",
+                "reuse": "paths", "odd_exe": "paths"}.get(case, case)
     if case == "observe_bounce":
         env["P2PSHIM_MODE"] = "observe"
         env["P2PSHIM_CUPTI"] = "0"
@@ -121,26 +143,107 @@ def main():
                 expect(lines[0].get("pid") == child, "child header names the child")
             else:
                 expect(n == 1, f"parent log: 1 cross decision, found {n}")
-    elif case == "fork_exit":
-        # The child has no writer thread: each half ring (512 records with a
-        # 1K limit) is written by the copy that fills it; _exit writes no more.
+    elif case in ("fork_exit", "fork_exit_few"):
+        # The child has no writer thread: each record is written by the copy
+        # that made it; _exit writes no footer, and loses nothing else.
+        want = 600 if case == "fork_exit" else 2
         child = int(out.split("child=")[1].split()[0])
         expect(len(logs) == 2, f"two logs (parent and child), found {logs}")
         name = "run-%d.jsonl" % child
-        lines = [json.loads(l) for l in open(os.path.join(tmp, name))] if name in logs else []
+        lines = read_lines(os.path.join(tmp, name)) if name in logs else []
         n = len(cross([l for l in lines if l.get("type") == "decision"]))
         expect(lines and lines[0].get("type") == "header" and lines[0].get("pid") == child,
                "child log starts with its header")
-        expect(n == 512, f"child log: the first 512 of 600 decisions, found {n}")
+        expect(lines and lines[0].get("ppid") == p.pid, "child header names its parent")
+        expect(n == want, f"child log: all {want} decisions, found {n}")
         expect(not any(l.get("type") == "footer" for l in lines), "no footer after _exit")
+        if len(sys.argv) > 5 and name in logs:
+            rc, text, data = report(sys.argv[5], os.path.join(tmp, name))
+            run_ = [r for r in data if r.get("record") == "run"]
+            expect(rc == 0 and run_ and run_[0]["decisions"] == want and run_[0]["cut_short"],
+                   f"report of the child's log: exit {rc}, {run_}")
         parent = [l for l in logs if l != name]
         if parent:
             _, decisions, _ = read_log(os.path.join(tmp, parent[0]))
+            expect(len(cross(decisions)) == 1, "parent log: 1 cross decision")
+    elif case == "fork_quiet":
+        # A child that records nothing leaves no log (and no empty file).
+        expect(len(logs) == 1, f"only the parent's log, found {logs}")
+        for name in logs:
+            expect(os.path.getsize(os.path.join(tmp, name)) > 0, f"{name} is empty")
+            _, decisions, _ = read_log(os.path.join(tmp, name))
             expect(len(cross(decisions)) == 1, "parent log: 1 cross decision")
     elif case == "exec":
         expect(len(logs) == 1, f"one log, found {logs}")
         lines, decisions, footer = read_log(os.path.join(tmp, logs[0]))
         expect(len(cross(decisions)) == 1, "the copy before exec is in the log")
+    elif case in ("exec_fail", "exec_self"):
+        # exec_fail: the footer written before the exec counts the image so
+        # far; the one at exit counts it all. exec_self: two images, one
+        # process, one run.
+        expect(len(logs) == 1, f"one log, found {logs}")
+        path = os.path.join(tmp, logs[0])
+        if case == "exec_fail":
+            lines, decisions, footer = read_log(path)
+        else:  # two images: ids restart, each image has its footer
+            lines = read_lines(path)
+            decisions = [l for l in lines if l.get("type") == "decision"]
+        headers = [l for l in lines if l.get("type") == "header"]
+        footers = [l for l in lines if l.get("type") == "footer"]
+        want_headers = 1 if case == "exec_fail" else 2
+        expect(len(headers) == want_headers and len(footers) == 2,
+               f"{len(headers)} headers, {len(footers)} footers")
+        expect(len({h.get("process") for h in headers}) == 1, "one process in every header")
+        expect(len(cross(decisions)) == 3 if case == "exec_fail" else 2,
+               f"cross decisions: {len(cross(decisions))}")
+        if len(sys.argv) > 5:
+            rc, text, data = report(sys.argv[5], path)
+            run_ = [r for r in data if r.get("record") == "run"]
+            r = run_[0] if run_ else {}
+            expect(rc == 0 and r.get("records") == len(decisions) == r.get("decisions"),
+                   f"report: {r.get('records')} records for {len(decisions)} decisions")
+            expect(r.get("segments") == want_headers and r.get("runs") == 1,
+                   f"report: segments {r.get('segments')}, runs {r.get('runs')}")
+            exec_note = "process images (exec)" in text
+            expect(exec_note == (case == "exec_self"), f"exec note: {exec_note}")
+    elif case == "reuse":
+        # A second run with the same path (no %p): the report reads the last.
+        path = os.path.join(tmp, "fixed.jsonl")
+        p2 = run(probe, "paths", {"P2PSHIM_RUN_LOG": path}, preload, standin)
+        p3 = run(probe, "paths", {"P2PSHIM_RUN_LOG": path}, preload, standin)
+        expect(p2.returncode == 0 and p3.returncode == 0, "both runs exited 0")
+        lines = read_lines(path)
+        headers = [l for l in lines if l.get("type") == "header"]
+        expect(len(headers) == 2 and headers[0].get("process") != headers[1].get("process"),
+               f"two runs, two processes: {headers}")
+        if len(sys.argv) > 5:
+            rc, text, data = report(sys.argv[5], path)
+            r = ([x for x in data if x.get("record") == "run"] or [{}])[0]
+            expect(rc == 0 and r.get("decisions") == 5 and r.get("records") == 5,
+                   f"report: the last run's 5 decisions: {r}")
+            expect(r.get("runs") == 2 and r.get("segments") == 1 and r.get("pid") == p3.pid,
+                   f"report: runs {r.get('runs')}, segments {r.get('segments')}")
+            expect("process images (exec)" not in text and "holds 2 runs" in text,
+                   "report notes: a reused path, no exec")
+    elif case == "odd_exe":
+        # A program path that is not UTF-8 (a stray byte, a character cut
+        # short): the log stays JSON, the exact bytes are in exe_hex.
+        odd = os.path.join(tmp.encode(), b"rec\xff\xe2\x82probe")
+        with open(probe, "rb") as src, open(odd, "wb") as dst:
+            dst.write(src.read())
+        os.chmod(odd, 0o755)
+        p = run(odd, "paths", env, preload, standin)
+        expect(p.returncode == 0, f"odd probe exited {p.returncode}")
+        path = os.path.join(tmp, "run-%d.jsonl" % p.pid)
+        lines, decisions, footer = read_log(path)
+        h = lines[0] if lines else {}
+        expect(bytes.fromhex(h.get("exe_hex", "")) == odd,
+               f"exe_hex gives the exact path: {h.get('exe_hex')}")
+        expect(h.get("exe", "").endswith("rec\ufffd\ufffd\ufffdprobe"),
+               f"exe shows each stray byte as U+FFFD: {h.get('exe')!r}")
+        if len(sys.argv) > 5:
+            rc, text, data = report(sys.argv[5], path)
+            expect(rc == 0 and "rec\ufffd\ufffd\ufffdprobe" in text, f"report: exit {rc}")
     elif case == "bounce":
         expect(len(logs) == 1, f"one log, found {logs}")
         lines, decisions, footer = read_log(os.path.join(tmp, logs[0]))
@@ -207,8 +310,8 @@ def main():
     else:
         print("unknown case", case)
         return 2
-    for name in os.listdir(tmp):
-        os.unlink(os.path.join(tmp, name))
+    for name in os.listdir(tmp.encode()):
+        os.unlink(os.path.join(tmp.encode(), name))
     os.rmdir(tmp)
     print(f"{case}: {'FAILED' if failures else 'ok'}")
     return 1 if failures else 0

@@ -5,7 +5,12 @@
  *   fork     a copy, then a forked child making two copies of its own
  *   fork_exit a copy, then a forked child making 600 copies and leaving
  *            with _exit (no exit handlers: only what it wrote as it went)
+ *   fork_exit_few  the same with 2 copies in the child (less than any
+ *            buffer holds: what it made is written as it goes)
+ *   fork_quiet a copy, then a forked child that copies nothing and _exits
  *   exec     a copy, then exec of /bin/true (the log must be footed)
+ *   exec_fail a copy, an exec that fails, two more copies
+ *   exec_self a copy, then exec of this program with exec_child (a copy)
  *   many     20000 copies from 4 threads (ring and writer under load)
  *   bounce   a 2 MiB D2H from device 0 into a pageable buffer, then an
  *            H2D from it to device 1 (the shim bounces them)
@@ -82,15 +87,17 @@ int main(int argc, char **argv)
                 fprintf(stderr, "rec_probe: wrong byte at %d\n", i);
                 return 1;
             }
-    } else if (strcmp(sc, "fork") == 0 || strcmp(sc, "fork_exit") == 0) {
-        bool quick = strcmp(sc, "fork_exit") == 0;
+    } else if (strncmp(sc, "fork", 4) == 0) {
+        bool quick = strcmp(sc, "fork") != 0;
+        int copies = strcmp(sc, "fork_exit") == 0 ? 600
+                     : strcmp(sc, "fork_quiet") == 0 ? 0 : 2;
         cross();
         fflush(stdout);
         pid_t pid = fork();
         if (pid == 0) {
             /* The stand-in keeps working in the child (a real driver would
              * not): the child's records go to its own log. */
-            for (int i = 0; i < (quick ? 600 : 2); i++)
+            for (int i = 0; i < copies; i++)
                 cross();
             if (quick)
                 _exit(0);
@@ -110,6 +117,18 @@ int main(int argc, char **argv)
         fflush(stdout);
         execl("/bin/true", "true", (char *)NULL);
         return 1;
+    } else if (strcmp(sc, "exec_fail") == 0) {
+        cross();
+        execl("/nonexistent/rec_probe_target", "x", (char *)NULL);
+        cross();
+        cross();
+    } else if (strcmp(sc, "exec_self") == 0) {
+        cross();
+        fflush(stdout);
+        execl("/proc/self/exe", "rec_probe", "exec_child", (char *)NULL);
+        return 1;
+    } else if (strcmp(sc, "exec_child") == 0) {
+        cross();
     } else if (strcmp(sc, "bounce") == 0) {
         size_t n = (size_t)2 << 20;
         CUdeviceptr src, dst;

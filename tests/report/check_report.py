@@ -1,7 +1,7 @@
 """Tests of `p2pshim report` against reference.py, one check per call:
     check_report.py DRIVER FIXTURES CHECK
 DRIVER runs report_main (tests/report/report_driver.c, or `p2pshim report`
-through a wrapper); CHECK is text, trace, html, cli or chromium. Exit 0 passes, 77 skipped
+through a wrapper); CHECK is text, trace, html, cli, chromium or extremes. Exit 0 passes, 77 skipped
 (chromium only, when it is not installed)."""
 import html.parser
 import json
@@ -17,7 +17,7 @@ DRIVER, FIX, CHECK = sys.argv[1], sys.argv[2], sys.argv[3]
 TOPO = os.path.join(FIX, "topo_4gpu.json")
 # (fixture, topo or None): every log that renders, with and without a table
 CASES = [(f, t) for f in ("upgrade_4gpu", "observe_staged", "observe_nocupti",
-                          "cut_short", "exec") for t in (TOPO, None)]
+                          "cut_short", "exec", "reused") for t in (TOPO, None)]
 failures = []
 
 
@@ -65,6 +65,10 @@ def check_text():
         check(run_["footer"] == ref["footer"], name + ": footer")
         check(run_["dropped"] == ref["dropped"], name + ": dropped")
         check(run_["segments"] == ref["segments"], name + ": segments")
+        check(run_["runs"] == ref["runs"], name + ": runs")
+        check(run_["processes"] == ref["processes"], name + ": processes")
+        check(run_["records"] == ref["records"], "%s: records %s, reference %s" % (
+            name, run_["records"], ref["records"]))
         check(run_["decisions"] == ref["decisions"], name + ": decisions")
         pairs = {(r["src"], r["dst"]): r for r in recs if r["record"] == "pair"}
         check(set(pairs) == set(ref["pairs"]), "%s: pairs %s vs %s" % (
@@ -102,6 +106,52 @@ def check_text():
           "bytes taken from the records when the decision has none")
     out = render("cut_short", None, "text")
     check("cut short" in out, "cut_short: the note on the missing footer")
+    # A reused path: the last run only (4 decisions, each image's last
+    # footer), its exec'd image and the child sharing the path named as such.
+    out = render("reused", None, "text")
+    run_ = [r for r in data_part(out) if r["record"] == "run"][0]
+    check((run_["decisions"], run_["records"], run_["dropped"], run_["runs"], run_["segments"],
+           run_["pid"]) == (4, 4, 1, 2, 3, 200), "reused: run record %s" % run_)
+    check("holds 2 runs" in out and "2 process images (exec)" in out
+          and "2 processes (forked children" in out, "reused: the notes")
+    check("program   /opt/app/second (pid 200)" in out, "reused: the run's first header")
+
+
+def check_extremes():
+    """Figures past 64 bits stop at the limit, with a note, in every format
+    (a sanitizer build of an unchecked report stops on the overflow)."""
+    limit = 2**63 - 1
+    for topo in (TOPO, None):
+        out = render("extreme", topo, "text")
+        recs = data_part(out)
+        run_ = ([r for r in recs if r["record"] == "run"] or [{}])[0]
+        check(run_.get("saturated") is True and run_.get("records") == limit
+              and run_.get("dropped") == limit, "extreme: run record %s" % run_)
+        pair = {(r["src"], r["dst"]): r for r in recs if r["record"] == "pair"}
+        check(pair.get((0, 1), {}).get("bytes") == limit
+              and pair.get((0, 1), {}).get("peer_bytes") == limit,
+              "extreme: 0->1 bytes %s" % pair.get((0, 1)))
+        tot = ([r for r in recs if r["record"] == "total"] or [{}])[0]
+        loc = ([r for r in recs if r["record"] == "local"] or [{}])[0]
+        check(tot.get("bytes") == limit and loc.get("bytes") == limit,
+              "extreme: total %s, local %s" % (tot.get("bytes"), loc.get("bytes")))
+        ev = ([r for r in recs if r["record"] == "events"] or [{}])[0]
+        bo = ([r for r in recs if r["record"] == "bounces"] or [{}])[0]
+        check(ev.get("enable_ns") == limit and bo.get("bytes") == limit,
+              "extreme: events %s, bounces %s" % (ev, bo))
+        negative = [v for r in recs for k, v in r.items()
+                    if isinstance(v, int) and not isinstance(v, bool) and v < 0
+                    and k not in ("src", "dst")]
+        check(not negative, "extreme: negative figures %s" % negative)
+        check("64-bit limit" in out, "extreme: the text note")
+        page = render("extreme", topo, "html")
+        check('id="saturated"' in page, "extreme: the page's note")
+    doc = render("extreme", None, "trace")
+    try:
+        other = json.loads(doc)["otherData"]
+        check("64-bit limit" in other.get("note", ""), "extreme: the trace's note")
+    except ValueError as e:
+        check(False, "extreme: trace is not JSON: %s" % e)
     ref = reference.compute(os.path.join(FIX, "observe_nocupti.jsonl"), None)
     check(ref["pairs"][(0, 1)]["unestimated"] == 5, "observe without CUPTI or topo: no estimate")
 
@@ -259,7 +309,7 @@ def check_cli():
     with tempfile.TemporaryDirectory() as tmp:
         bad = {"empty.jsonl": "", "array.jsonl": "[1,2]\n",
                "noheader.jsonl": '{"type":"decision","id":1}\n',
-               "v2.jsonl": '{"type":"header","format":"p2pshim-log","version":2}\n',
+               "v3.jsonl": '{"type":"header","format":"p2pshim-log","version":3}\n',
                "midline.jsonl": open(log).read().replace('"type":"gizmo"', '"type":"gizmo"]', 1)}
         for name, content in bad.items():
             path = os.path.join(tmp, name)
@@ -338,7 +388,7 @@ if CHECK == "chromium":
         print("chromium: not installed (tools/setup.sh installs it): skipped")
         sys.exit(77)
 {"text": check_text, "trace": check_trace, "html": check_html, "cli": check_cli,
- "chromium": check_chromium}[CHECK]()
+ "chromium": check_chromium, "extremes": check_extremes}[CHECK]()
 for f in failures:
     print("FAIL:", f)
 print("%s: %s" % (CHECK, "%d failures" % len(failures) if failures else "ok"))

@@ -1,4 +1,4 @@
-"""Reference figures of a p2pshim run log (docs/LOG_FORMAT.md, version 1),
+"""Reference figures of a p2pshim run log (docs/LOG_FORMAT.md, versions 1 and 2),
 computed independently of the C report from the same rules, with nothing
 but the standard library: the tests compare the report against these.
 
@@ -154,11 +154,46 @@ def load_topo(path):
     return {(l["src"], l["dst"]): l for l in t.get("links", [])}
 
 
+def last_run(lines):
+    """The lines of the file's last run (LOG_FORMAT.md "Runs"): a version 2
+    header of a process not yet in the run, nor a child of one, starts a
+    new run; version 1 headers (no "process") continue it."""
+    start, procs, runs = 0, [], 0
+    for i, (_, o) in enumerate(lines):
+        if o.get("type") != "header":
+            continue
+        proc = o.get("process")
+        if runs == 0:
+            runs = 1
+        if not isinstance(proc, str) or not proc:
+            continue
+        same = any(p == proc for p, _ in procs)
+        child = any(pid == o.get("ppid") for _, pid in procs)
+        if same:
+            continue
+        procs.append((proc, o.get("pid")))
+        if not child and len(procs) > 1:
+            start, procs, runs = i, [procs[-1]], runs + 1
+    return lines[start:], runs, max(len(procs), 1)
+
+
+def image_footers(lines):
+    """Each process image's last footer: an image's footers count it so far."""
+    last, seg = {}, 0
+    for _, o in lines:
+        if o.get("type") == "header":
+            seg += 1
+        elif o.get("type") == "footer":
+            last[seg] = o
+    return list(last.values())
+
+
 def compute(log_path, topo_path=None):
     lines, torn = read_lines(log_path)
+    lines, runs, processes = last_run(lines)
     topo = load_topo(topo_path)
     header = lines[0][1]
-    footers = [o for _, o in lines if o.get("type") == "footer"]
+    footers = image_footers(lines)
     headers = [o for _, o in lines if o.get("type") == "header"]
     last_header = max(i for i, (_, o) in enumerate(lines) if o.get("type") == "header")
     cut = not any(o.get("type") == "footer" for _, o in lines[last_header:])
@@ -202,6 +237,8 @@ def compute(log_path, topo_path=None):
     for key, p in pairs.items():
         estimate(p, topo.get(key))
     return {"header": header, "segments": len(headers), "footer": bool(footers),
+            "runs": runs, "processes": processes,
+            "records": sum(f.get("records", 0) for f in footers),
             "cut_short": cut, "torn": torn,
             "dropped": sum(f.get("dropped", 0) for f in footers),
             "decisions": sum(1 for _, o in lines if o.get("type") == "decision"),

@@ -1,4 +1,4 @@
-/* p2pshim report: renders a run log (docs/LOG_FORMAT.md, version 1) as a
+/* p2pshim report: renders a run log (docs/LOG_FORMAT.md, versions 1 and 2) as a
  * terminal summary, a Chrome trace (Perfetto, chrome://tracing) or one
  * self-contained HTML page. Reads the log twice, line by line: memory grows
  * with the device pairs, threads and streams seen and with the decisions

@@ -74,9 +74,20 @@ static void put_run(FILE *f, const char *log_path, const struct report_info *in,
         fprintf(f, "<p class=\"note\" id=\"dropped\">%lld decision(s) were dropped "
                 "(P2PSHIM_RECORD_LIMIT): the figures miss them.</p>\n",
                 (long long)in->f_dropped);
-    if (in->segments > 1)
+    if (in->runs > 1)
+        fprintf(f, "<p class=\"note\" id=\"runs\">This log holds %d runs (its path "
+                "was reused); the figures are the last run's.</p>\n", in->runs);
+    if (in->segments > in->processes)
         fprintf(f, "<p class=\"note\">%d process images (exec) wrote to this "
-                "log; the header shown is the first one's.</p>\n", in->segments);
+                "log; the header shown is the first one's.</p>\n",
+                in->segments - in->processes + 1);
+    if (in->processes > 1)
+        fprintf(f, "<p class=\"note\">%d processes (forked children sharing the "
+                "path) wrote to this log; the header shown is the first one's.</p>\n",
+                in->processes);
+    if (s->saturated || in->saturated)
+        fputs("<p class=\"note\" id=\"saturated\">Some figures reached the 64-bit "
+              "limit (9223372036854775807) and are shown at that limit.</p>\n", f);
 }
 
 static void cell_n(FILE *f, int64_t v)
@@ -117,7 +128,7 @@ static void put_row(FILE *f, const struct report_pair *p, const char *special)
         cell_n(f, p->n[i]);
     cell_s(f, report_fmt_gbps(report_gbps(p->act_bytes[0], p->act_ns[0]), g, sizeof g));
     cell_s(f, report_fmt_gbps(report_gbps(p->act_bytes[1], p->act_ns[1]), g, sizeof g));
-    if (p->cand_meas_n + p->cand_unmeas_n == 0)
+    if (p->candidates == 0)
         cell_s(f, "-");
     else if (!p->saved_n)
         cell_s(f, "no estimate");
@@ -186,7 +197,7 @@ static void put_savings(FILE *f, const struct report_summary *s)
           "else bytes / the topo table's staged GB/s) minus bytes / peer GB/s "
           "(the topo table's, else the best PTOP GB/s of the pair in this "
           "log).</p>\n", f);
-    if (s->total.cand_meas_n + s->total.cand_unmeas_n == 0) {
+    if (s->total.candidates == 0) {
         fputs("<p id=\"no-savings\">No staged cross-GPU copy.</p>\n", f);
         return;
     }
@@ -196,7 +207,7 @@ static void put_savings(FILE *f, const struct report_summary *s)
           "</thead><tbody>\n", f);
     for (int i = 0; i < s->npairs; i++) {
         const struct report_pair *p = &s->pairs[i];
-        int64_t cand = p->cand_meas_n + p->cand_unmeas_n;
+        int64_t cand = p->candidates;
         if (!cand)
             continue;
         fprintf(f, "<tr id=\"save-%d-%d\"><td>%d &rarr; %d</td>", p->src, p->dst,
@@ -224,7 +235,7 @@ static void put_savings(FILE *f, const struct report_summary *s)
             "<td class=\"n\">%lld</td><td class=\"n\">%lld</td>"
             "<td colspan=\"3\"></td><td class=\"n\">%s</td><td>%lld</td></tr>\n"
             "</tbody></table>\n",
-            (long long)(s->total.cand_meas_n + s->total.cand_unmeas_n),
+            (long long)(s->total.candidates),
             (long long)s->total.cand_meas_n,
             s->total.saved_n ? report_fmt_ns(s->total.saved_ns, c, sizeof c)
                              : "no estimate",

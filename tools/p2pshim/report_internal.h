@@ -38,6 +38,15 @@ struct report_span {
     int64_t bytes;         /* largest record's bytes; -1 if none said */
 };
 
+/* ---- checked arithmetic (report_lines.c) ---- */
+/* a + b, a - b and a * b for figures read from a log: on overflow the
+ * result stops at INT64_MAX or INT64_MIN and *saturated is set (the
+ * renderers then say so); it is left alone otherwise. */
+int64_t report_add(int64_t a, int64_t b, bool *saturated);
+int64_t report_sub(int64_t a, int64_t b, bool *saturated);
+/* A double as int64, saturating (NaN: 0), setting *saturated when cut. */
+int64_t report_i64_of(double v, bool *saturated);
+
 /* ---- one line's members (report_lines.c) ---- */
 struct json_t;
 /* An integer member (a real is truncated); false when absent or not one. */
@@ -98,14 +107,21 @@ struct report_event {
     int64_t detail_bytes;        /* "detail" read as a byte count, -1 if not one */
 };
 
-/* The header of the first process image, with what later lines told. */
+/* The header of the run's first process image, with what later lines told.
+ * Only the last run in the file is read (report_log.c says how runs are
+ * told apart). */
 struct report_info {
     char *exe, *host, *mode, *cupti;   /* NULL where absent */
     bool has_pid, has_align, has_start;
     int64_t pid, clock_ns, cupti_ns, start_unix_ms;
-    int segments;          /* headers seen (exec adds one) */
-    int footers;           /* footers seen; figures below are their sums */
+    int runs;              /* runs in the file (a reused path adds one) */
+    int64_t earlier_run_lines;   /* lines of earlier runs, not read */
+    int segments;          /* headers of the run (exec, children sharing the path) */
+    int processes;         /* distinct processes among them (1 for version 1) */
+    int footers;           /* images with a footer; the figures below are the
+                              sums of each image's last footer */
     int64_t f_records, f_dropped, f_activities, f_unjoined;
+    bool saturated;        /* a sum reached the 64-bit limit and stopped there */
     bool cut_short;        /* the last process image wrote no footer */
     bool torn_tail;        /* the last line was cut mid-write (ignored) */
     int64_t lines, decisions, activity_lines, orphan_activities;
@@ -138,7 +154,7 @@ struct report_log *report_log_new(void);
  * one line naming the file and line ("run.log:7: invalid JSON: ..."): the
  * file cannot be read (or read twice: not a pipe), a line is not a JSON
  * object (except a last line torn mid-write), or the first line is not a
- * version 1 header. */
+ * version 1 or 2 header. */
 int report_log_read(struct report_log *log, const char *path,
                     const struct report_visitor *v, char *err, size_t errlen);
 const struct report_info *report_log_info(const struct report_log *log);
@@ -195,6 +211,7 @@ struct report_pair {
     const char *no_estimate;         /* why not, when candidates lack one */
     int64_t saved_n, unest_n;
     double saved_ns, staged_ns, peer_ns;
+    int64_t candidates;              /* cand_meas_n + cand_unmeas_n, saturated */
 };
 
 #define REPORT_MAX_BOUNCE_PAIRS 64
@@ -220,6 +237,7 @@ struct report_summary {
     struct report_log *log;
     struct report_pair_index *index;
     bool oom;
+    bool saturated;   /* a figure reached the 64-bit limit (report_add) */
 };
 
 /* Sets v to callbacks that fill s (copy and event) from log. */

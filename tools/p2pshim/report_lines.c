@@ -8,10 +8,41 @@
 
 #include "report_internal.h"
 
+int64_t report_add(int64_t a, int64_t b, bool *saturated)
+{
+    int64_t r;
+    if (!__builtin_add_overflow(a, b, &r))
+        return r;
+    *saturated = true;
+    return b > 0 ? INT64_MAX : INT64_MIN;
+}
+
+int64_t report_sub(int64_t a, int64_t b, bool *saturated)
+{
+    int64_t r;
+    if (!__builtin_sub_overflow(a, b, &r))
+        return r;
+    *saturated = true;
+    return b < 0 ? INT64_MAX : INT64_MIN;
+}
+
+int64_t report_i64_of(double v, bool *saturated)
+{
+    if (v != v)
+        return 0;
+    if (v >= 9223372036854775807.0 || v < -9223372036854775807.0) {
+        *saturated = true;
+        return v > 0 ? INT64_MAX : INT64_MIN;
+    }
+    return (int64_t)v;
+}
+
 int64_t report_span_duration(const struct report_span *s)
 {
+    bool ignored = false;   /* a span past INT64_MAX ns is one of the log's
+                               nonsense values: it reads as the limit */
     if (s->has_span)
-        return s->end_ns - s->start_ns;
+        return report_sub(s->end_ns, s->start_ns, &ignored);
     return s->duration_ns;
 }
 

@@ -6,7 +6,16 @@
  * join waits in a hash map until its last one has been read. So memory
  * follows the decisions that later lines join, not the log's length, and
  * every copy is seen once, complete. Decision ids restart after an exec
- * (a new header in the same file), so keys are (process image, id). */
+ * (a new header in the same file), so keys are (process image, id).
+ *
+ * Pass 1 also finds the runs in the file. A version 2 header names its
+ * process (the same in every image exec starts) and its parent: a header of
+ * a process already in the run, or of a child of one, continues the run;
+ * any other starts a new one (the path was reused). Pass 2 reads the last
+ * run only. Version 1 headers carry no process: all are one run, as that
+ * version's writers meant. Each image's footers count the image so far (an
+ * exec that failed leaves one footer before the last), so the figures are
+ * the sums of each image's last footer. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <jansson.h>
@@ -18,6 +27,7 @@
 #include "report_internal.h"
 
 #define MAX_LINE (64u << 20)   /* longer lines are not a shim's */
+#define MAX_RUN_PROCESSES 256  /* past this, every header continues the run */
 
 struct key {
     int64_t segment, id;   /* both 64-bit: no padding inside the hash key */
@@ -36,8 +46,24 @@ struct pend {
     UT_hash_handle hh;
 };
 
+/* The last footer of the process image being read. */
+struct image_footer {
+    bool seen;
+    int64_t records, dropped, activities, unjoined;
+};
+
+/* The processes of the run pass 1 is in. */
+struct run_processes {
+    int n;
+    int64_t pid[MAX_RUN_PROCESSES];
+    char *process[MAX_RUN_PROCESSES];
+};
+
 struct report_log {
     struct report_info info;
+    struct image_footer image_footer;
+    int64_t run_first_line;    /* the last run's first header */
+    int run_first_segment;
     int nnames;
     char *names[REPORT_MAX_NAMES];
     struct count *counts;
@@ -198,18 +224,33 @@ static void on_event(struct report_log *log, json_t *o)
 
 static void on_footer(struct report_log *log, json_t *o)
 {
+    struct image_footer *f = &log->image_footer;
+    log->info.cut_short = false;
+    f->seen = true;
+    if (!report_json_i64(o, "records", &f->records))
+        f->records = 0;
+    if (!report_json_i64(o, "dropped", &f->dropped))
+        f->dropped = 0;
+    if (!report_json_i64(o, "activities", &f->activities))
+        f->activities = 0;
+    if (!report_json_i64(o, "unjoined", &f->unjoined))
+        f->unjoined = 0;
+}
+
+/* The image read so far ends: its last footer joins the figures. */
+static void end_image(struct report_log *log)
+{
     struct report_info *in = &log->info;
-    int64_t v;
-    in->footers++;
-    in->cut_short = false;
-    if (report_json_i64(o, "records", &v))
-        in->f_records += v;
-    if (report_json_i64(o, "dropped", &v))
-        in->f_dropped += v;
-    if (report_json_i64(o, "activities", &v))
-        in->f_activities += v;
-    if (report_json_i64(o, "unjoined", &v))
-        in->f_unjoined += v;
+    struct image_footer *f = &log->image_footer;
+    if (f->seen) {
+        bool *sat = &in->saturated;
+        in->footers++;
+        in->f_records = report_add(in->f_records, f->records, sat);
+        in->f_dropped = report_add(in->f_dropped, f->dropped, sat);
+        in->f_activities = report_add(in->f_activities, f->activities, sat);
+        in->f_unjoined = report_add(in->f_unjoined, f->unjoined, sat);
+    }
+    memset(f, 0, sizeof *f);
 }
 
 static char *dup_or_null(const char *s)
@@ -225,15 +266,15 @@ static int on_header(struct report_log *log, json_t *o, int64_t lineno,
     if (!format || strcmp(format, "p2pshim-log") != 0)
         return fail(log, lineno, "not a p2pshim run log header (format is not "
                                  "\"p2pshim-log\")");
-    if (!report_json_i64(o, "version", &version) || version != 1)
+    if (!report_json_i64(o, "version", &version) || version < 1 || version > 2)
         return fail(log, lineno, "log format version %lld: this report reads "
-                    "version 1", report_json_i64(o, "version", &version)
+                    "versions 1 and 2", report_json_i64(o, "version", &version)
                     ? (long long)version : -1LL);
     int64_t clock_ns = 0, cupti_ns = 0;
     bool align = report_json_i64(o, "clock_ns", &clock_ns) &&
                  report_json_i64(o, "cupti_ns", &cupti_ns);
     struct report_info *in = &log->info;
-    if (segment == 1) {
+    if (segment == log->run_first_segment) {
         in->exe = dup_or_null(report_json_str(o, "exe"));
         in->host = dup_or_null(report_json_str(o, "host"));
         in->mode = dup_or_null(report_json_str(o, "mode"));
@@ -245,8 +286,9 @@ static int on_header(struct report_log *log, json_t *o, int64_t lineno,
         in->cupti_ns = cupti_ns;
     } else {
         flush_pending(log);
+        end_image(log);
     }
-    in->segments = segment;
+    in->segments = segment - log->run_first_segment + 1;
     in->cut_short = true;   /* until its footer */
     if (log->v->header)
         log->v->header(log->v->ctx, in, segment, align, clock_ns, cupti_ns);
@@ -280,13 +322,58 @@ static const char *type_of(json_t *o)
     return t ? t : "";
 }
 
+/* Pass 1's view of one header: does it continue the run (see the top)? */
+static bool continues_run(struct run_processes *r, json_t *header)
+{
+    const char *process = report_json_str(header, "process");
+    int64_t pid = -1, ppid = -1;
+    report_json_i64(header, "pid", &pid);
+    report_json_i64(header, "ppid", &ppid);
+    if (!process || !process[0] || r->n == MAX_RUN_PROCESSES)
+        return true;   /* version 1, or no /proc: as version 1 */
+    bool same = false, child = false;
+    for (int i = 0; i < r->n; i++) {
+        same = same || strcmp(r->process[i], process) == 0;
+        child = child || r->pid[i] == ppid;
+    }
+    if (same)
+        return true;
+    char *dup = strdup(process);
+    if (dup) {
+        r->pid[r->n] = pid;
+        r->process[r->n++] = dup;
+    }
+    return child;
+}
+
+static void run_processes_clear(struct run_processes *r)
+{
+    for (int i = 0; i < r->n; i++)
+        free(r->process[i]);
+    r->n = 0;
+}
+
+/* A new run: only the process just added (the last) is in it. */
+static void run_restart(struct run_processes *r)
+{
+    if (r->n == 0)
+        return;
+    for (int i = 0; i < r->n - 1; i++)
+        free(r->process[i]);
+    r->process[0] = r->process[r->n - 1];
+    r->pid[0] = r->pid[r->n - 1];
+    r->n = 1;
+}
+
 static int count_pass(struct report_log *log, FILE *f)
 {
     char *line = NULL;
     size_t cap = 0;
     ssize_t len;
-    int64_t segment = 0;
+    int64_t segment = 0, lineno = 0;
+    struct run_processes run = {0};
     while ((len = getline(&line, &cap, f)) >= 0) {
+        lineno++;
         bool header = looks_like(line, (size_t)len, "header");
         if (!header && !looks_like(line, (size_t)len, "activity"))
             continue;
@@ -295,6 +382,12 @@ static int count_pass(struct report_log *log, FILE *f)
         int64_t id;
         if (strcmp(type, "header") == 0) {
             segment++;
+            if (!continues_run(&run, o) || segment == 1) {
+                run_restart(&run);
+                log->info.runs++;
+                log->run_first_line = lineno;
+                log->run_first_segment = (int)segment;
+            }
         } else if (strcmp(type, "activity") == 0 &&
                    report_json_i64(o, "decision", &id)) {
             struct key k = {segment, id};
@@ -309,6 +402,8 @@ static int count_pass(struct report_log *log, FILE *f)
         }
         json_decref(o);
     }
+    log->info.processes = run.n > 1 ? run.n : 1;
+    run_processes_clear(&run);
     free(line);
     return ferror(f) ? fail(log, 0, "read error: %s", strerror(errno)) : 0;
 }
@@ -329,6 +424,10 @@ static int main_pass(struct report_log *log, FILE *f)
             n--;
         if (n == 0)
             continue;
+        if (lineno < log->run_first_line) {   /* an earlier run */
+            log->info.earlier_run_lines++;
+            continue;
+        }
         log->info.lines++;
         if (n > MAX_LINE) {
             rc = fail(log, lineno, "line longer than %u bytes", MAX_LINE);
@@ -352,7 +451,8 @@ static int main_pass(struct report_log *log, FILE *f)
         else if (segment == 0 && strcmp(type, "header") != 0)
             rc = fail(log, lineno, "the first line is not a p2pshim log header");
         else if (strcmp(type, "header") == 0)
-            rc = on_header(log, o, lineno, ++segment);
+            rc = on_header(log, o, lineno, segment = segment ? segment + 1
+                                                             : log->run_first_segment);
         else if (strcmp(type, "decision") == 0)
             on_decision(log, o, segment);
         else if (strcmp(type, "activity") == 0)
@@ -370,8 +470,10 @@ static int main_pass(struct report_log *log, FILE *f)
     if (rc == 0 && segment == 0)
         rc = fail(log, 0, "empty: no header line");
     free(line);
-    if (rc == 0)
+    if (rc == 0) {
         flush_pending(log);
+        end_image(log);
+    }
     return rc;
 }
 
@@ -401,6 +503,8 @@ int report_log_read(struct report_log *log, const char *path,
     if (!f)
         return fail(log, 0, "cannot open: %s", strerror(errno));
     int rc = count_pass(log, f);
+    if (log->run_first_segment == 0)
+        log->run_first_segment = 1;   /* no header found: pass 2 says so */
     if (rc == 0 && fseek(f, 0, SEEK_SET) != 0)
         rc = fail(log, 0, "cannot read it twice (a pipe?): %s", strerror(errno));
     if (rc == 0)

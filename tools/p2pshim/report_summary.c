@@ -106,16 +106,17 @@ static void add_bin(struct report_summary *s, enum report_path path,
         b->min_gbps = g;
     if (b->n == 0 || g > b->max_gbps)
         b->max_gbps = g;
-    b->n++;
-    b->bytes += bytes;
-    b->ns += ns;
+    b->n = report_add(b->n, 1, &s->saturated);
+    b->bytes = report_add(b->bytes, bytes, &s->saturated);
+    b->ns = report_add(b->ns, ns, &s->saturated);
 }
 
 static void on_copy(void *ctx, const struct report_decision *d)
 {
     struct report_summary *s = ctx;
-    s->copies_seen++;
-    s->actions[report_log_name_index(s->log, d->action)]++;
+    s->copies_seen++;   /* one per line read: no overflow */
+    int64_t *action = &s->actions[report_log_name_index(s->log, d->action)];
+    *action = report_add(*action, 1, &s->saturated);
     bool cross = d->src_dev >= 0 && d->dst_dev >= 0 &&
                  d->src_dev != d->dst_dev && !local_reason(d->reason);
     struct report_pair *p = cross ? get_pair(s, d->src_dev, d->dst_dev)
@@ -126,12 +127,14 @@ static void on_copy(void *ctx, const struct report_decision *d)
     }
     bool from_act;
     enum report_path path = report_copy_path(d, &from_act);
-    p->copies++;
-    p->bytes += d->bytes;
-    p->n[path]++;
-    p->b[path] += d->bytes;
-    p->by_activity += from_act;
-    p->reasons[report_log_name_index(s->log, d->reason)]++;
+    bool *sat = &s->saturated;
+    p->copies = report_add(p->copies, 1, sat);
+    p->bytes = report_add(p->bytes, d->bytes, sat);
+    p->n[path] = report_add(p->n[path], 1, sat);
+    p->b[path] = report_add(p->b[path], d->bytes, sat);
+    p->by_activity = report_add(p->by_activity, from_act, sat);
+    int64_t *reason = &p->reasons[report_log_name_index(s->log, d->reason)];
+    *reason = report_add(*reason, 1, sat);
     if (!cross)
         return;
     int64_t ns = report_span_duration(&d->act);
@@ -141,11 +144,11 @@ static void on_copy(void *ctx, const struct report_decision *d)
     const struct report_link *l = s->topo ? report_topo_link(s->topo, d->src_dev, d->dst_dev)
                                           : NULL;
     if (from_act && path == REPORT_STAGED && l && l->staged_gbps > 0)
-        ns = (int64_t)((double)d->bytes / l->staged_gbps);
+        ns = report_i64_of((double)d->bytes / l->staged_gbps, sat);
     if (from_act && ns > 0) {
-        p->act_n[path]++;
-        p->act_bytes[path] += d->bytes;
-        p->act_ns[path] += ns;
+        p->act_n[path] = report_add(p->act_n[path], 1, sat);
+        p->act_bytes[path] = report_add(p->act_bytes[path], d->bytes, sat);
+        p->act_ns[path] = report_add(p->act_ns[path], ns, sat);
         double g = report_gbps(d->bytes, ns);
         if (path == REPORT_PEER && g > p->best_ptop_gbps)
             p->best_ptop_gbps = g;
@@ -153,12 +156,12 @@ static void on_copy(void *ctx, const struct report_decision *d)
     }
     bool staged = from_act && path == REPORT_STAGED;
     if (staged && ns > 0) {
-        p->cand_meas_n++;
-        p->cand_meas_bytes += d->bytes;
-        p->cand_meas_ns += ns;
+        p->cand_meas_n = report_add(p->cand_meas_n, 1, sat);
+        p->cand_meas_bytes = report_add(p->cand_meas_bytes, d->bytes, sat);
+        p->cand_meas_ns = report_add(p->cand_meas_ns, ns, sat);
     } else if (staged || (!from_act && is(d->action, "would-enable"))) {
-        p->cand_unmeas_n++;
-        p->cand_unmeas_bytes += d->bytes;
+        p->cand_unmeas_n = report_add(p->cand_unmeas_n, 1, sat);
+        p->cand_unmeas_bytes = report_add(p->cand_unmeas_bytes, d->bytes, sat);
     }
 }
 
@@ -168,7 +171,7 @@ static void on_event(void *ctx, const struct report_event *e)
     if (is(e->what, "peer-enable")) {
         s->peer_enables++;
         if (e->duration_ns > 0)
-            s->enable_ns += e->duration_ns;
+            s->enable_ns = report_add(s->enable_ns, e->duration_ns, &s->saturated);
     } else if (is(e->what, "peer-enable-failed")) {
         s->peer_enable_failures++;
     } else if (is(e->what, "dropped")) {
@@ -185,7 +188,8 @@ static void on_event(void *ctx, const struct report_event *e)
         if (i < s->nbounces) {
             s->bounces[i].pairs++;
             if (e->detail_bytes > 0)
-                s->bounces[i].bytes += e->detail_bytes;
+                s->bounces[i].bytes = report_add(s->bounces[i].bytes, e->detail_bytes,
+                                                 &s->saturated);
         }
     }
 }
@@ -211,10 +215,10 @@ static int cmp_pair(const void *a, const void *b)
     return (x->dst > y->dst) - (x->dst < y->dst);
 }
 
-static void estimate(struct report_pair *p, const struct report_topo *t)
+static void estimate(struct report_pair *p, const struct report_topo *t, bool *sat)
 {
     const struct report_link *l = report_topo_link(t, p->src, p->dst);
-    int64_t cand = p->cand_meas_n + p->cand_unmeas_n;
+    int64_t cand = report_add(p->cand_meas_n, p->cand_unmeas_n, sat);
     if (l && l->can_peer == 0) {
         p->no_estimate = "the topo table says this pair cannot peer";
     } else if (l && l->peer_gbps > 0) {
@@ -237,8 +241,8 @@ static void estimate(struct report_pair *p, const struct report_topo *t)
      * measured staged GB/s, every candidate's staged time comes from it;
      * CUPTI's spans only stand in where there is no table. */
     if (p->staged_gbps > 0) {
-        p->cand_unmeas_n += p->cand_meas_n;
-        p->cand_unmeas_bytes += p->cand_meas_bytes;
+        p->cand_unmeas_n = report_add(p->cand_unmeas_n, p->cand_meas_n, sat);
+        p->cand_unmeas_bytes = report_add(p->cand_unmeas_bytes, p->cand_meas_bytes, sat);
         p->cand_meas_n = 0;
         p->cand_meas_bytes = 0;
         p->cand_meas_ns = 0;
@@ -249,7 +253,7 @@ static void estimate(struct report_pair *p, const struct report_topo *t)
     if (p->cand_unmeas_n > 0 && p->staged_gbps > 0) {
         p->staged_ns += (double)p->cand_unmeas_bytes / p->staged_gbps;
         peer_bytes += (double)p->cand_unmeas_bytes;
-        p->saved_n += p->cand_unmeas_n;
+        p->saved_n = report_add(p->saved_n, p->cand_unmeas_n, sat);
     } else if (p->cand_unmeas_n > 0) {
         p->unest_n = p->cand_unmeas_n;
         p->no_estimate = "copies CUPTI did not time need the topo table's "
@@ -259,31 +263,38 @@ static void estimate(struct report_pair *p, const struct report_topo *t)
     p->saved_ns = p->staged_ns - p->peer_ns;
 }
 
-static void add_into(struct report_pair *t, const struct report_pair *p)
+static void add_into(struct report_pair *t, const struct report_pair *p, bool *sat)
 {
-    t->copies += p->copies;
-    t->bytes += p->bytes;
-    t->by_activity += p->by_activity;
+#define ADD(field) t->field = report_add(t->field, p->field, sat)
+    ADD(copies);
+    ADD(bytes);
+    ADD(by_activity);
     for (int i = 0; i < REPORT_NPATHS; i++) {
-        t->n[i] += p->n[i];
-        t->b[i] += p->b[i];
-        t->act_n[i] += p->act_n[i];
-        t->act_bytes[i] += p->act_bytes[i];
-        t->act_ns[i] += p->act_ns[i];
+        ADD(n[i]);
+        ADD(b[i]);
+        ADD(act_n[i]);
+        ADD(act_bytes[i]);
+        ADD(act_ns[i]);
     }
     t->best_ptop_gbps = fmax(t->best_ptop_gbps, p->best_ptop_gbps);
-    t->cand_meas_n += p->cand_meas_n;
-    t->cand_meas_bytes += p->cand_meas_bytes;
-    t->cand_meas_ns += p->cand_meas_ns;
-    t->cand_unmeas_n += p->cand_unmeas_n;
-    t->cand_unmeas_bytes += p->cand_unmeas_bytes;
+    ADD(cand_meas_n);
+    ADD(cand_meas_bytes);
+    ADD(cand_meas_ns);
+    ADD(cand_unmeas_n);
+    ADD(cand_unmeas_bytes);
     for (int i = 0; i < REPORT_MAX_NAMES; i++)
-        t->reasons[i] += p->reasons[i];
-    t->saved_n += p->saved_n;
-    t->unest_n += p->unest_n;
+        ADD(reasons[i]);
+    ADD(saved_n);
+    ADD(unest_n);
+#undef ADD
     t->saved_ns += p->saved_ns;
     t->staged_ns += p->staged_ns;
     t->peer_ns += p->peer_ns;
+}
+
+static void count_candidates(struct report_pair *p, bool *sat)
+{
+    p->candidates = report_add(p->cand_meas_n, p->cand_unmeas_n, sat);
 }
 
 void report_summary_finish(struct report_summary *s)
@@ -293,9 +304,12 @@ void report_summary_finish(struct report_summary *s)
     memset(&s->total, 0, sizeof s->total);
     s->total.src = s->total.dst = -1;
     for (int i = 0; i < s->npairs; i++) {
-        estimate(&s->pairs[i], s->topo);
-        add_into(&s->total, &s->pairs[i]);
+        estimate(&s->pairs[i], s->topo, &s->saturated);
+        add_into(&s->total, &s->pairs[i], &s->saturated);
+        count_candidates(&s->pairs[i], &s->saturated);
     }
+    count_candidates(&s->total, &s->saturated);
+    count_candidates(&s->local, &s->saturated);
 }
 
 void report_summary_free(struct report_summary *s)

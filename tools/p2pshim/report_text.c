@@ -59,16 +59,27 @@ static void put_run(FILE *f, const char *log_path, const struct report_info *in,
     if (in->f_dropped || s->dropped_events)
         fprintf(f, "  note: %lld decision(s) were dropped (P2PSHIM_RECORD_LIMIT): "
                 "the figures miss them\n", (long long)in->f_dropped);
-    if (in->segments > 1)
+    if (in->runs > 1)
+        fprintf(f, "  note: this log holds %d runs (its path was reused); the figures "
+                "are the last run's (%lld earlier lines not read)\n", in->runs,
+                (long long)in->earlier_run_lines);
+    if (in->segments > in->processes)
         fprintf(f, "  note: %d process images (exec) wrote to this log; "
-                "header figures are the first one's\n", in->segments);
+                "header figures are the first one's\n",
+                in->segments - in->processes + 1);
+    if (in->processes > 1)
+        fprintf(f, "  note: %d processes (forked children sharing the path) wrote to "
+                "this log; header figures are the first one's\n", in->processes);
+    if (s->saturated || in->saturated)
+        fputs("  note: some figures reached the 64-bit limit (9223372036854775807) "
+              "and are shown at that limit\n", f);
     if (s->oom)
         fputs("  note: out of memory: some copies are missing\n", f);
 }
 
 static const char *saved_cell(const struct report_pair *p, char *buf, size_t len)
 {
-    if (p->cand_meas_n + p->cand_unmeas_n == 0)
+    if (p->candidates == 0)
         return "-";
     if (p->saved_n == 0)
         return "no estimate";
@@ -111,7 +122,7 @@ static void put_reasons(FILE *f, const char *name, const struct report_pair *p,
 static void put_saving(FILE *f, const char *name, const struct report_pair *p)
 {
     char a[32], b[32], c[32], g[32];
-    int64_t cand = p->cand_meas_n + p->cand_unmeas_n;
+    int64_t cand = p->candidates;
     if (!cand)
         return;
     fprintf(f, "  %-8s %lld staged copies (%lld timed by CUPTI)", name,
@@ -159,7 +170,7 @@ static json_t *pair_json(const char *record, const struct report_pair *p)
     json_object_set_new(o, "best_ptop_gbps", p->best_ptop_gbps > 0
                         ? json_real(p->best_ptop_gbps) : json_null());
     json_object_set_new(o, "candidates",
-                        json_integer(p->cand_meas_n + p->cand_unmeas_n));
+                        json_integer(p->candidates));
     json_object_set_new(o, "candidates_timed", json_integer(p->cand_meas_n));
     json_object_set_new(o, "estimated", json_integer(p->saved_n));
     json_object_set_new(o, "unestimated", json_integer(p->unest_n));
@@ -202,6 +213,9 @@ static void put_data_part(FILE *f, const struct report_summary *s,
     json_object_set_new(o, "host", str_or_null(in->host));
     json_object_set_new(o, "pid", in->has_pid ? json_integer(in->pid) : json_null());
     json_object_set_new(o, "segments", json_integer(in->segments));
+    json_object_set_new(o, "runs", json_integer(in->runs));
+    json_object_set_new(o, "processes", json_integer(in->processes));
+    json_object_set_new(o, "saturated", json_boolean(s->saturated || in->saturated));
     json_object_set_new(o, "footer", json_boolean(in->footers > 0));
     json_object_set_new(o, "cut_short", json_boolean(in->cut_short));
     json_object_set_new(o, "torn_tail", json_boolean(in->torn_tail));
@@ -280,12 +294,12 @@ int report_text_write(FILE *f, const char *log_path,
 
     fputs("\nP2P savings estimate (staged copies: CUPTI saw DTOH+HTOD, or "
           "would-enable without activity)\n", f);
-    if (s->total.cand_meas_n + s->total.cand_unmeas_n == 0)
+    if (s->total.candidates == 0)
         fputs("  none: no staged cross-GPU copy\n", f);
     for (int i = 0; i < s->npairs; i++)
         put_saving(f, report_fmt_pair(s->pairs[i].src, s->pairs[i].dst, name,
                                       sizeof name), &s->pairs[i]);
-    if (s->npairs > 1 && s->total.cand_meas_n + s->total.cand_unmeas_n) {
+    if (s->npairs > 1 && s->total.candidates) {
         char t[32];
         fprintf(f, "  %-8s saves %s on %lld copies; %lld without estimate\n",
                 "total", report_fmt_ns(s->total.saved_ns, t, sizeof t),

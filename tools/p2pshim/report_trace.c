@@ -41,6 +41,7 @@ struct report_trace {
     FILE *f;
     bool first, failed;
     bool aligned;          /* every header had the clock pair */
+    bool saturated;        /* a duration reached the 64-bit limit */
     int64_t clock_ns, cupti_ns;
     struct track *tracks;
     struct stream_name *streams;
@@ -106,14 +107,23 @@ static void gpu_track(struct report_trace *t, int dev, int64_t tid,
     track(t, GPU_PID(dev), tid, pname, tname);
 }
 
+/* (ns - base) in microseconds: exact where the difference fits 64 bits. */
+static double us_since(int64_t ns, int64_t base)
+{
+    int64_t d;
+    if (__builtin_sub_overflow(ns, base, &d))
+        return ((double)ns - (double)base) / 1e3;
+    return (double)d / 1e3;
+}
+
 static double host_us(const struct report_trace *t, int64_t ns)
 {
-    return (double)(ns - t->clock_ns) / 1e3;
+    return us_since(ns, t->clock_ns);
 }
 
 static double gpu_us(const struct report_trace *t, int64_t ns)
 {
-    return (double)(ns - t->cupti_ns) / 1e3;
+    return us_since(ns, t->cupti_ns);
 }
 
 static void flow(struct report_trace *t, const struct report_decision *d,
@@ -242,7 +252,7 @@ static void on_activity(void *ctx, const struct report_activity *a,
         json_object_set_new(args, "stream_id", json_integer(a->stream_id));
     if (d)
         set_str(args, "reason", d->reason);
-    int64_t ns = a->end_ns - a->start_ns;
+    int64_t ns = report_sub(a->end_ns, a->start_ns, &t->saturated);
     if (a->has_bytes && ns > 0)
         json_object_set_new(args, "gbps", json_real(report_gbps(a->bytes, ns)));
     t->activities++;
@@ -307,6 +317,9 @@ int report_trace_finish(struct report_trace *t, const char *log_path,
                           "activities", (json_int_t)t->activities,
                           "events", (json_int_t)t->events,
                           "flows", (json_int_t)t->flows);
+    if (o && (t->saturated || in->saturated))
+        json_object_set_new(o, "note", json_string("some figures reached the 64-bit "
+                                                   "limit and are shown at that limit"));
     json_t *path = json_string(log_path);   /* NULL: not UTF-8, left out */
     if (o && path)
         json_object_set_new(o, "log", path);
