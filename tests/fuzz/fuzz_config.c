@@ -39,7 +39,7 @@ static bool same_config(const struct p2pshim_config *a, const struct p2pshim_con
            a->min_bytes == b->min_bytes && strcmp(a->log_file, b->log_file) == 0 &&
            a->dump_config == b->dump_config && strcmp(a->run_log, b->run_log) == 0 &&
            a->cupti == b->cupti && a->record_limit == b->record_limit &&
-           strcmp(a->run_log_pattern, b->run_log_pattern) == 0 && a->bounce == b->bounce &&
+           a->bounce == b->bounce &&
            a->bounce_budget_pct == b->bounce_budget_pct &&
            a->bounce_budget == b->bounce_budget && a->bounce_chunk == b->bounce_chunk &&
            a->bounce_min == b->bounce_min &&
