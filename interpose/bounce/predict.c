@@ -74,19 +74,19 @@ enum predict_verdict predict_query(struct predict_table *t, const struct predict
 {
     if (t->armed == 0)
         return PREDICT_NO;
-    struct predict_entry *e[2] = {find(t, &p->host), find(t, &p->dev)};
-    bool skipped = false, evidence = false;
-    for (int i = 0; i < 2; i++) {
-        if (e[i] == NULL)
-            continue;
-        e[i]->stamp = ++t->clock;
-        if (e[i]->skip != 0) {
-            set_state(t, e[i], e[i]->evidence, e[i]->backoff, (uint16_t)(e[i]->skip - 1));
-            skipped = true;
-        }
-        evidence = evidence || e[i]->evidence;
+    /* The most specific key the table knows decides: the host range
+     * (this very buffer), else the device source (a fresh buffer). */
+    struct predict_entry *e = find(t, &p->host);
+    if (e == NULL)
+        e = find(t, &p->dev);
+    if (e == NULL)
+        return PREDICT_NO;
+    e->stamp = ++t->clock;
+    if (e->skip != 0) {
+        set_state(t, e, e->evidence, e->backoff, (uint16_t)(e->skip - 1));
+        return PREDICT_SKIPPED;
     }
-    return skipped ? PREDICT_SKIPPED : evidence ? PREDICT_YES : PREDICT_NO;
+    return e->evidence ? PREDICT_YES : PREDICT_NO;
 }
 
 static void forget_slot(struct predict_table *t, struct predict_d2h *r)
@@ -122,6 +122,13 @@ void predict_forget(struct predict_table *t, uintptr_t host)
     for (int i = 0; i < PREDICT_D2H && t->live_d2h != 0; i++)
         if (t->d2h[i].hi != 0 && t->d2h[i].lo == host)
             forget_slot(t, &t->d2h[i]);
+    for (int i = 0; i < PREDICT_KEYS && t->armed != 0; i++) {
+        struct predict_entry *e = &t->keys[i];
+        if (e->key.kind == PK_HOST && e->key.addr == host) {
+            set_state(t, e, false, 0, 0);
+            e->key.kind = 0;
+        }
+    }
 }
 
 /* A seen bounce: k gets evidence unless still skipping. */

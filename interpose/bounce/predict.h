@@ -9,8 +9,9 @@
  * D2H's host range and its device source range, so that a loop that gets a
  * fresh host buffer each round from the same source is caught too.
  *
- * A D2H is predicted when a key of it has evidence and none of its keys is
- * backing off. The snapshot's outcome feeds back: useful (it served an H2D
+ * A D2H is predicted when the most specific key the table knows has
+ * evidence and is not backing off: the host range when known (this very
+ * buffer), else the device source (a fresh buffer from the same tensor). The snapshot's outcome feeds back: useful (it served an H2D
  * the CPU had not read or rewritten first) keeps the evidence and resets
  * the backoff; wasted (the CPU materialised or rewrote most of it, or it
  * ended without serving an H2D) takes the evidence away and makes the
@@ -87,7 +88,8 @@ void predict_remember(struct predict_table *t, uintptr_t host, size_t bytes, uin
 /* [host, host+bytes) written otherwise (a snapshot D2H): remembered D2Hs
  * overlapping it are forgotten. */
 void predict_overwritten(struct predict_table *t, uintptr_t host, size_t bytes);
-/* free(host): remembered D2Hs starting there are forgotten. */
+/* free(host): remembered D2Hs starting there, and the host keys there,
+ * are forgotten (a new allocation there is a new buffer). */
 void predict_forget(struct predict_table *t, uintptr_t host);
 
 /* An H2D from [host, host+bytes). Returns the source device of the first

@@ -17,6 +17,14 @@
 static pthread_mutex_t watch_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct predict_table table; /* zeroed: empty */
 static _Atomic unsigned live;      /* table.live_d2h, readable without the lock */
+static _Atomic unsigned armed;     /* table.armed, likewise */
+
+/* The lock-free mirrors, after a change (lock held). */
+static void mirror(void)
+{
+    atomic_store_explicit(&live, table.live_d2h, memory_order_relaxed);
+    atomic_store_explicit(&armed, table.armed, memory_order_relaxed);
+}
 
 static _Atomic uint64_t pairs[P2PSHIM_MAX_DEVICES][P2PSHIM_MAX_DEVICES];
 static _Atomic uint64_t pair_bytes[P2PSHIM_MAX_DEVICES][P2PSHIM_MAX_DEVICES];
@@ -55,7 +63,7 @@ enum predict_verdict evidence_d2h(uintptr_t host, size_t bytes, CUdeviceptr src,
     pthread_mutex_lock(&watch_mu);
     enum predict_verdict v = predict_query(&table, &p);
     predict_remember(&table, host, bytes, (uintptr_t)src, dev);
-    atomic_store_explicit(&live, table.live_d2h, memory_order_relaxed);
+    mirror();
     pthread_mutex_unlock(&watch_mu);
     atomic_fetch_add_explicit(&bst_candidates, 1, memory_order_relaxed);
     if (v == PREDICT_YES)
@@ -70,9 +78,10 @@ void evidence_h2d(const void *host, size_t bytes)
     if (atomic_load_explicit(&live, memory_order_relaxed) == 0 || host == NULL)
         return;
     size_t overlap;
-    bool seen, armed;
+    bool seen, now_armed;
     pthread_mutex_lock(&watch_mu);
-    (void)predict_h2d(&table, (uintptr_t)host, bytes, &overlap, &seen, &armed);
+    (void)predict_h2d(&table, (uintptr_t)host, bytes, &overlap, &seen, &now_armed);
+    mirror();
     pthread_mutex_unlock(&watch_mu);
     if (seen)
         atomic_fetch_add_explicit(&bst_seen_plain, 1, memory_order_relaxed);
@@ -82,6 +91,7 @@ void evidence_outcome(const struct predict_pair *keys, bool useful)
 {
     pthread_mutex_lock(&watch_mu);
     unsigned backoff = predict_outcome(&table, keys, useful);
+    mirror();
     pthread_mutex_unlock(&watch_mu);
     atomic_fetch_add_explicit(useful ? &bst_useful : &bst_wasted, 1, memory_order_relaxed);
     if (!useful)
@@ -96,7 +106,7 @@ void watch_d2h(const void *host, size_t bytes, int src_dev)
     bounce_register_summary();
     pthread_mutex_lock(&watch_mu);
     predict_remember(&table, (uintptr_t)host, bytes, 0, src_dev);
-    atomic_store_explicit(&live, table.live_d2h, memory_order_relaxed);
+    mirror();
     pthread_mutex_unlock(&watch_mu);
 }
 
@@ -106,9 +116,10 @@ void watch_h2d(const void *host, size_t bytes, int dst_dev)
         dst_dev < 0 || dst_dev >= P2PSHIM_MAX_DEVICES)
         return;
     size_t overlap;
-    bool seen, armed;
+    bool seen, now_armed;
     pthread_mutex_lock(&watch_mu);
-    int src = predict_h2d(&table, (uintptr_t)host, bytes, &overlap, &seen, &armed);
+    int src = predict_h2d(&table, (uintptr_t)host, bytes, &overlap, &seen, &now_armed);
+    mirror();
     pthread_mutex_unlock(&watch_mu);
     if (src < 0)
         return;
@@ -123,11 +134,12 @@ void watch_h2d(const void *host, size_t bytes, int dst_dev)
 
 void watch_forget(const void *host)
 {
-    if (atomic_load_explicit(&live, memory_order_relaxed) == 0)
+    if (atomic_load_explicit(&live, memory_order_relaxed) == 0 &&
+        atomic_load_explicit(&armed, memory_order_relaxed) == 0)
         return;
     pthread_mutex_lock(&watch_mu);
     predict_forget(&table, (uintptr_t)host);
-    atomic_store_explicit(&live, table.live_d2h, memory_order_relaxed);
+    mirror();
     pthread_mutex_unlock(&watch_mu);
 }
 
@@ -152,6 +164,7 @@ static void watch_reset(void)
     pthread_mutex_init(&watch_mu, NULL);
     predict_init(&table);
     atomic_store(&live, 0);
+    atomic_store(&armed, 0);
     for (int s = 0; s < P2PSHIM_MAX_DEVICES; s++)
         for (int d = 0; d < P2PSHIM_MAX_DEVICES; d++) {
             atomic_store(&pairs[s][d], 0);
