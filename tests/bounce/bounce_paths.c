@@ -168,10 +168,12 @@ static void never_and_fresh(void)
         line(what, h, n, dst0, n);
     }
     free(h);
+    unsigned char *prev = NULL;
     for (int i = 0; i < 4; i++) {
         char what[64];
         snprintf(what, sizeof what, "fresh buffer, round %d", i);
-        /* mmap: a new range each round, never the last one (held below). */
+        /* mmap: a new range each round, never the last one (held until
+         * the next is mapped). */
         unsigned char *f = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
                                 -1, 0);
         PL_EXPECT(f != MAP_FAILED, "mmap");
@@ -194,11 +196,11 @@ static void never_and_fresh(void)
                   (unsigned long long)all.dev_bytes);
         bt_check_dev(dst0, p, n, what);
         line(what, f, n, dst0, n);
-        /* Kept mapped (lazy pages are the program's), then let go: the
-         * next round's range differs. */
-        f[0] ^= 1;
-        munmap(f, n);
+        if (prev != NULL)
+            munmap(prev, n);
+        prev = f;
     }
+    munmap(prev, n);
     free(p);
 }
 
