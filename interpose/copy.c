@@ -10,8 +10,7 @@
 
 #include <nvtx3/nvToolsExt.h>
 
-#include "bounce.h"
-#include "bounce_watch.h"
+#include "bounce/bounce.h"
 #include "cupti_join.h"
 #include "driver.h"
 #include "hooks.h"

@@ -5,7 +5,7 @@
  * replaced by that allocation's own). */
 #include <string.h>
 
-#include "bounce.h"
+#include "bounce/bounce.h"
 #include "copy.h"
 #include "driver.h"
 #include "hooks.h"

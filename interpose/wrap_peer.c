@@ -1,6 +1,6 @@
 /* Exported peer-state and context wrappers: the program's view of peer
  * access (peer.h) and the state dropped when a context goes away. */
-#include "bounce.h"
+#include "bounce/bounce.h"
 #include "copy.h"
 #include "driver.h"
 #include "hooks.h"

@@ -6,7 +6,7 @@
  * (bounce.h, bounce_gpu_work); memsets name their range, so only the
  * snapshots they overlap end. Each wrapper then calls the original with
  * its own arguments; with no snapshot alive the cost is one relaxed load. */
-#include "bounce.h"
+#include "bounce/bounce.h"
 #include "hooks.h"
 #include "shim.h"
 

@@ -7,6 +7,7 @@
  * "bounce_life shim|noshim [CASE...]": the cases named, or all of them.
  * Transcripts as in bounce_paths. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,12 +30,20 @@ static void line(const char *what, const unsigned char *h, size_t n, CUdeviceptr
            (unsigned long long)bt_fnv((const void *)(uintptr_t)d, n));
 }
 
-/* D2H of n pattern bytes of seed from src0 into h (ctx 0 current). */
-static void d2h(unsigned char *h, size_t n, unsigned seed)
+/* D2H of n pattern bytes of seed from src0 into h (ctx 0 current),
+ * after a staging round over the same buffer: the evidence the shim needs
+ * to bounce it (without it, the D2H goes the normal way). */
+static void d2h_only(unsigned char *h, size_t n, unsigned seed)
 {
     bt_pattern(pat, n, seed);
     bt_set_dev(src0, pat, n);
     PL_OK(cuMemcpyDtoH_v2(h, src0, n));
+}
+
+static void d2h(unsigned char *h, size_t n, unsigned seed)
+{
+    bt_prime(h, src0, dst1, n);
+    d2h_only(h, n, seed);
 }
 
 /* H2D of h to dst1; the device must hold want afterwards, and so the host. */
@@ -113,9 +122,10 @@ static void case_dontneed(void)
 /* Memory that is never lazy: bytes right, and through the host. */
 static void never_lazy(unsigned char *h, size_t n, const char *what)
 {
+    bt_prime(h, src0, dst1, n);
     struct standin_stats s0;
     standin_get_stats(&s0);
-    d2h(h, n, 550);
+    d2h_only(h, n, 550);
     memcpy(want, pat, n);
     struct bt_paths p;
     bt_paths_since(&s0, &p);
@@ -392,9 +402,10 @@ static void case_minimums(void)
             PL_OK(cuMemHostAlloc(&h, n, 0));
         else
             h = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        bt_prime(h, src0, dst1, n);
         struct standin_stats s0;
         standin_get_stats(&s0);
-        d2h(h, n, 900 + (unsigned)i);
+        d2h_only(h, n, 900 + (unsigned)i);
         memcpy(want, pat, n);
         pl_use(bt_env.ctx[1]);
         PL_OK(cuMemcpyHtoD_v2(dst1, h, n));
@@ -443,10 +454,75 @@ static void case_mremap(void)
     munmap(r + 2 * part, n - 2 * part);
 }
 
+/* Entries of /proc/self/<dir> (whose link names contain `link`, when
+ * given). */
+static int proc_count(const char *dir, const char *link)
+{
+    char path[64], target[128];
+    snprintf(path, sizeof path, "/proc/self/%s", dir);
+    DIR *d = opendir(path);
+    int n = 0;
+    for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL;) {
+        if (e->d_name[0] == '.')
+            continue;
+        if (link != NULL) {
+            char p2[sizeof path + sizeof e->d_name + 2];
+            snprintf(p2, sizeof p2, "%s/%s", path, e->d_name);
+            ssize_t k = readlink(p2, target, sizeof target - 1);
+            target[k > 0 ? k : 0] = '\0';
+            if (strstr(target, link) == NULL)
+                continue;
+        }
+        n++;
+    }
+    if (d != NULL)
+        closedir(d);
+    return n;
+}
+
+/* A process that never bounces (bounce.never, alone: nothing may have
+ * bounced before): results copied down and used on the host, pageable and
+ * pinned, several rounds. The shim takes no snapshot, and holds nothing
+ * for bounces: no userfaultfd, no thread of its own, no device memory. */
+static void case_never(void)
+{
+    size_t n = (size_t)1 << 20, free0, free1, total;
+    PL_OK(cuMemGetInfo_v2(&free0, &total));
+    int threads0 = proc_count("task", NULL);
+    unsigned char *h = malloc(n);
+    void *hp = NULL;
+    PL_OK(cuMemHostAlloc(&hp, n, 0));
+    for (int i = 0; i < 4; i++) {
+        struct standin_stats s0;
+        standin_get_stats(&s0);
+        d2h_only(h, n, 990 + (unsigned)i);
+        bt_check_host(h, pat, n, "never: pageable, read");
+        d2h_only(hp, n, 995 + (unsigned)i);
+        bt_check_host(hp, pat, n, "never: pinned, read");
+        memset(hp, i, n); /* and written */
+        struct bt_paths p;
+        bt_paths_since(&s0, &p);
+        PL_EXPECT(p.d2h_bytes == 2 * n && p.dev_bytes == 0,
+                  "never, round %d: %llu bytes to the host (expected %zu), %llu on the device",
+                  i, (unsigned long long)p.d2h_bytes, 2 * n, (unsigned long long)p.dev_bytes);
+    }
+    PL_OK(cuMemGetInfo_v2(&free1, &total));
+    int uffds = proc_count("fd", "userfaultfd");
+    int threads = proc_count("task", NULL) - threads0;
+    PL_EXPECT(uffds == 0 && threads == 0 && free1 == free0,
+              "never: %d userfaultfd(s), %d new thread(s), %zu bytes of device memory held",
+              uffds, threads, free0 - free1);
+    printf("never: userfaultfd=%d new threads=%d device bytes held=%zu\n", uffds, threads,
+           free0 - free1);
+    PL_OK(cuMemFreeHost(hp));
+    free(h);
+}
+
 static const struct {
     const char *name;
     void (*fn)(void);
 } cases[] = {
+    {"never", case_never},
     {"mremap", case_mremap},
     {"minimums", case_minimums},
     {"oom", case_oom},
@@ -465,8 +541,10 @@ int main(int argc, char **argv)
     want = malloc(big);
     pl_use(bt_env.ctx[0]);
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        /* "minimums" holds only under the default minimums: when named. */
-        bool run = argc <= 2 && strcmp(cases[c].name, "minimums") != 0;
+        /* "minimums" holds only under the default minimums, "never" only
+         * first in a process: when named. */
+        bool run = argc <= 2 && strcmp(cases[c].name, "minimums") != 0 &&
+                   strcmp(cases[c].name, "never") != 0;
         for (int a = 2; a < argc; a++)
             run = run || strcmp(argv[a], cases[c].name) == 0;
         if (run)

@@ -240,3 +240,9 @@ struct bt_flavour *bt_flavours(CUcontext ctx)
     PL_OK(cuCtxPopCurrent_v2(&popped));
     return f;
 }
+
+void bt_prime(void *h, CUdeviceptr src, CUdeviceptr dst, size_t n)
+{
+    PL_OK(cuMemcpyDtoH_v2(h, src, n));
+    PL_OK(cuMemcpyHtoD_v2(dst, h, n));
+}

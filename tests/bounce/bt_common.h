@@ -60,4 +60,10 @@ void bt_paths_since(const struct standin_stats *before, struct bt_paths *out);
 void bt_expect_bounced(const struct standin_stats *before, size_t host_max, size_t dev_min,
                        size_t plain, const char *what);
 
+/* Evidence for the shim's predictor: a D2H of [h, h+n) from src, then an
+ * H2D of it to dst (sync, the current context), the shape of a staging
+ * round, so that the next D2H into h (or from src) is bounced. Done in
+ * both runs; dst's bytes are the program's to set afterwards. */
+void bt_prime(void *h, CUdeviceptr src, CUdeviceptr dst, size_t n);
+
 #endif

@@ -247,7 +247,7 @@ def main():
     elif case == "bounce":
         expect(len(logs) == 1, f"one log, found {logs}")
         lines, decisions, footer = read_log(os.path.join(tmp, logs[0]))
-        by_api = {d["api"]: d for d in decisions}
+        by_api = {d["api"]: d for d in decisions}  # the last round's: the bounced one
         dtoh, htod = by_api.get("cuMemcpyDtoH_v2", {}), by_api.get("cuMemcpyHtoD_v2", {})
         expect(dtoh.get("action") == "bounce-snapshot" and dtoh.get("src", {}).get("dev") == 0
                and dtoh.get("dst", {}).get("kind") == "unknown",

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bounce_int.h"
+#include "bounce/bounce_int.h"
 
 static int failures;
 #define CHECK(cond, ...)                                                      \

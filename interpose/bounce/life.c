@@ -99,6 +99,7 @@ static void end_matching(CUcontext ctx, int dev, bool fill)
         if (s == NULL)
             break;
         s->busy++;
+        s->neutral = true; /* the context's end or memory pressure, not a misprediction */
         pthread_mutex_unlock(&bounce_mu);
         bounce_end(s, fill, 0, 0);
         pthread_mutex_lock(&bounce_mu);
@@ -134,8 +135,10 @@ bool bounce_evict_one(int dev)
     for (struct snap *s = bounce_head; s; s = s->next)
         if (s->buf.dev == dev && s->ready && !s->ending)
             victim = s; /* the last one: least recently used */
-    if (victim)
+    if (victim) {
         victim->busy++;
+        victim->neutral = true; /* the budget's choice, not the program's */
+    }
     pthread_mutex_unlock(&bounce_mu);
     if (victim == NULL)
         return false;
@@ -200,43 +203,49 @@ void bounce_at_exit(void)
 
 /* ---- statistics --------------------------------------------------------- */
 
+/* Every counter, in bounce_stats order. */
+static _Atomic uint64_t *const counters[] = {
+    &bst_d2h_lazy, &bst_d2h_eager, &bst_seen, &bst_upgraded, &bst_upgraded_bytes,
+    &bst_lazy_bytes, &bst_materialised, &bst_faults, &bst_evicted, &bst_fallbacks,
+    &bst_candidates, &bst_predicted, &bst_skipped, &bst_useful, &bst_wasted, &bst_seen_plain};
+
 void bounce_get_stats(struct bounce_stats *o)
 {
-    o->d2h_lazy = atomic_load(&bst_d2h_lazy);
-    o->d2h_eager = atomic_load(&bst_d2h_eager);
-    o->seen = atomic_load(&bst_seen);
-    o->upgraded = atomic_load(&bst_upgraded);
-    o->upgraded_bytes = atomic_load(&bst_upgraded_bytes);
-    o->lazy_bytes = atomic_load(&bst_lazy_bytes);
-    o->materialised_bytes = atomic_load(&bst_materialised);
-    o->faults = atomic_load(&bst_faults);
-    o->evicted = atomic_load(&bst_evicted);
-    o->fallbacks = atomic_load(&bst_fallbacks);
+    uint64_t *out[] = {&o->d2h_lazy, &o->d2h_eager, &o->seen, &o->upgraded,
+                       &o->upgraded_bytes, &o->lazy_bytes, &o->materialised_bytes, &o->faults,
+                       &o->evicted, &o->fallbacks, &o->candidates, &o->predicted,
+                       &o->skipped, &o->useful, &o->wasted, &o->seen_plain};
+    _Static_assert(sizeof out / sizeof out[0] == sizeof counters / sizeof counters[0],
+                   "one field per counter");
+    for (size_t i = 0; i < sizeof out / sizeof out[0]; i++)
+        *out[i] = atomic_load(counters[i]);
 }
 
 void bounce_stats_reset(void)
 {
-    _Atomic uint64_t *all[] = {&bst_d2h_lazy, &bst_d2h_eager, &bst_seen, &bst_upgraded,
-                               &bst_upgraded_bytes, &bst_lazy_bytes, &bst_materialised,
-                               &bst_faults, &bst_evicted, &bst_fallbacks};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        atomic_store(all[i], 0);
+    for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++)
+        atomic_store(counters[i], 0);
 }
 
+/* The line appears once a D2H was a candidate (or a snapshot was asked
+ * for): a program that never copies large results down sees none. */
 void bounce_report(void)
 {
     struct bounce_stats b;
     bounce_get_stats(&b);
-    if (b.d2h_lazy + b.d2h_eager + b.seen + b.fallbacks == 0)
+    if (b.candidates + b.d2h_lazy + b.d2h_eager + b.seen + b.fallbacks == 0)
         return;
     uint64_t kept = b.lazy_bytes > b.materialised_bytes ? b.lazy_bytes - b.materialised_bytes : 0;
-    LOG_INFO("summary bounce snapshots=%llu lazy=%llu eager=%llu seen=%llu upgraded=%llu "
-             "materialised_bytes=%llu faults=%llu evicted=%llu fallbacks=%llu "
+    LOG_INFO("summary bounce candidates=%llu predicted=%llu skipped=%llu snapshots=%llu "
+             "lazy=%llu eager=%llu seen=%llu upgraded=%llu useful=%llu wasted=%llu "
+             "seen_plain=%llu materialised_bytes=%llu faults=%llu evicted=%llu fallbacks=%llu "
              "bytes_not_through_host=%llu",
-             (unsigned long long)(b.d2h_lazy + b.d2h_eager), (unsigned long long)b.d2h_lazy,
-             (unsigned long long)b.d2h_eager, (unsigned long long)b.seen,
-             (unsigned long long)b.upgraded, (unsigned long long)b.materialised_bytes,
+             (unsigned long long)b.candidates, (unsigned long long)b.predicted,
+             (unsigned long long)b.skipped, (unsigned long long)(b.d2h_lazy + b.d2h_eager),
+             (unsigned long long)b.d2h_lazy, (unsigned long long)b.d2h_eager,
+             (unsigned long long)b.seen, (unsigned long long)b.upgraded,
+             (unsigned long long)b.useful, (unsigned long long)b.wasted,
+             (unsigned long long)b.seen_plain, (unsigned long long)b.materialised_bytes,
              (unsigned long long)b.faults, (unsigned long long)b.evicted,
-             (unsigned long long)b.fallbacks,
-             (unsigned long long)(kept + b.upgraded_bytes));
+             (unsigned long long)b.fallbacks, (unsigned long long)(kept + b.upgraded_bytes));
 }

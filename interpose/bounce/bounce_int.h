@@ -1,8 +1,11 @@
-/* Internals shared by the bounce module's files: bounce.c (the table, page
- * states, filling, ending, the faults), bounce_copy.c (the D2H),
- * bounce_h2d.c (the H2D), bounce_pages.c (page-state arithmetic),
- * bounce_life.c (lifetimes), bounce_gpu.c and bounce_stage.c (the driver
- * work: buffers, budget, events, staging). */
+/* Internals shared by the bounce module's files (interpose/bounce/; the
+ * rest of the shim sees bounce.h only): predict.c (whether a D2H is worth
+ * a snapshot, pure), watch.c (the predictor's lock, the evidence of D2Hs
+ * left alone, observe mode's candidates), table.c (the snapshots, page
+ * states, filling, ending, the faults), copy.c (the D2H), h2d.c (the
+ * H2D), pages.c (page-state arithmetic), life.c (lifetimes, counters),
+ * gpu.c and stage.c (the driver work: buffers, budget, events, staging),
+ * libc.c (the free/realloc wrappers), uffd.c (userfaultfd). */
 #ifndef P2PSHIM_BOUNCE_INT_H
 #define P2PSHIM_BOUNCE_INT_H
 
@@ -13,6 +16,7 @@
 #include <stdint.h>
 
 #include "bounce.h"
+#include "predict.h"
 #include "shim_cuda.h"
 
 /* Page states, one byte per page of a snapshot's registered range. */
@@ -44,7 +48,9 @@ struct snap {
     struct dbuf buf;            /* holds [host, host+bytes) */
     bool lazy;
     bool dma;                   /* pinned/registered host memory: the GPU writes it by DMA */
-    unsigned streak;            /* eager pageable: D2H copies in a row kept eager */
+    struct predict_pair keys;   /* its D2H's predictor keys */
+    bool judged;                /* its outcome was told to the predictor */
+    bool neutral;               /* ended by the shim (eviction, context gone): no outcome */
     uint64_t gen;               /* eager: bounce_work_gen before its D2H was issued */
     size_t filled;              /* lazy: pages materialised from the snapshot */
     bool h2d_seen;              /* an H2D has been served from it */
@@ -80,7 +86,29 @@ extern unsigned bounce_page_shift; /* log2(bounce_page) */
 /* Counters (bounce_stats order). */
 extern _Atomic uint64_t bst_d2h_lazy, bst_d2h_eager, bst_seen, bst_upgraded,
     bst_upgraded_bytes, bst_lazy_bytes, bst_materialised, bst_faults, bst_evicted,
-    bst_fallbacks;
+    bst_fallbacks, bst_candidates, bst_predicted, bst_skipped, bst_useful, bst_wasted,
+    bst_seen_plain;
+
+/* ---- watch.c: the predictor behind its lock --------------------------- */
+
+/* A D2H candidate (upgrade mode, at least the bounce minimum, a device
+ * source) about to run: remembered (for a later H2D to match) and
+ * judged. Counts candidates, predicted and skipped. */
+enum predict_verdict evidence_d2h(uintptr_t host, size_t bytes, CUdeviceptr src, int dev);
+/* An H2D not served from a snapshot (upgrade mode): a seen bounce when it
+ * lies inside a remembered D2H (counted as seen_plain). One relaxed load
+ * while nothing is remembered. */
+void evidence_h2d(const void *host, size_t bytes);
+/* A snapshot's outcome (s->judged set by the caller). */
+void evidence_outcome(const struct predict_pair *keys, bool useful);
+/* Registers the bounce lines of the exit summary with stats.h (once;
+ * cheap after). */
+void bounce_register_summary(void);
+/* free(host): remembered D2Hs starting there are forgotten. */
+void watch_forget(const void *host);
+/* life.c: the "summary bounce" line (when a candidate was seen); zeroing. */
+void bounce_report(void);
+void bounce_stats_reset(void);
 
 /* ---- bounce_gpu.c, bounce_stage.c: driver work; none takes bounce_mu ---- */
 
@@ -177,6 +205,8 @@ size_t bounce_index(const struct snap *s, uintptr_t addr);
 void bounce_index_range(const struct snap *s, uintptr_t lo, uintptr_t hi, bool whole,
                         size_t *i0, size_t *i1);
 void bounce_snap_free(struct snap *s); /* its memory (no lock needed) */
+/* Tells the predictor s's outcome, once (not after exit or in a child). */
+void bounce_judge(struct snap *s, bool useful);
 
 /* Without bounce_mu: */
 /* Opens userfaultfd (once); false when unavailable. */
@@ -210,16 +240,6 @@ void bounce_end_overlapping(uintptr_t lo, uintptr_t hi, bool keep, bool setup);
  * one starts clean). true when handed. */
 bool bounce_handover(uintptr_t host, size_t bytes, bool lazy, bool dma);
 
-/* What the snapshot over exactly the pages of [host, host+bytes) says of
- * how the program used the buffer last time (none: no such snapshot). */
-enum bounce_history {
-    HIST_NONE,
-    HIST_LAZY_UNREAD, /* lazy, not read before the H2D that used it */
-    HIST_LAZY_READ,   /* lazy, most pages materialised before the first H2D
-                       * from it: the CPU read the buffer in between */
-    HIST_EAGER,       /* eager over pageable memory (*streak in a row) */
-};
-enum bounce_history bounce_history(uintptr_t host, size_t bytes, unsigned *streak);
 /* Evicts the least recently used snapshot of dev (filling its lazy pages
  * first). false when dev holds none. */
 bool bounce_evict_one(int dev);

@@ -39,7 +39,8 @@ void bounce_gpu_writes(CUdeviceptr dst, size_t bytes)
 }
 
 _Atomic uint64_t bst_d2h_lazy, bst_d2h_eager, bst_seen, bst_upgraded, bst_upgraded_bytes,
-    bst_lazy_bytes, bst_materialised, bst_faults, bst_evicted, bst_fallbacks;
+    bst_lazy_bytes, bst_materialised, bst_faults, bst_evicted, bst_fallbacks, bst_candidates,
+    bst_predicted, bst_skipped, bst_useful, bst_wasted, bst_seen_plain;
 
 #define READ_AHEAD_MAX 8 /* chunks filled by one fault of a sequential reader */
 
@@ -98,6 +99,14 @@ void bounce_touch(struct snap *s)
     bounce_link(s);
 }
 
+void bounce_judge(struct snap *s, bool useful)
+{
+    if (s->judged || s->neutral || atomic_load(&bounce_disabled))
+        return;
+    s->judged = true;
+    evidence_outcome(&s->keys, useful);
+}
+
 void bounce_snap_free(struct snap *s)
 {
     munmap(s, s->map_size);
@@ -146,6 +155,10 @@ void bounce_fill(struct snap *s, uintptr_t lo, uintptr_t hi, uintptr_t ex_lo, ui
         pthread_mutex_lock(&bounce_mu);
         if (r > 0)
             s->filled += i - run;
+        /* The CPU (or the kernel, or a fork) wanted most of the bytes
+         * before any GPU did: the snapshot was not worth it. */
+        if (!s->h2d_seen && s->filled * 2 > (s->reg_hi - s->reg_lo) >> bounce_page_shift)
+            bounce_judge(s, false);
         for (size_t p = run; p < i; p++) {
             if (r < 0) /* retried later: pages already there are skipped */
                 st[p] = st[p] == PG_BUSY ? PG_MISSING : PG_DIRTY;
@@ -178,6 +191,10 @@ void bounce_fill(struct snap *s, uintptr_t lo, uintptr_t hi, uintptr_t ex_lo, ui
 
 static void destroy(struct snap *s)
 {
+    /* Ended (overwritten, freed, ...) before serving an H2D: wasted. */
+    pthread_mutex_lock(&bounce_mu);
+    bounce_judge(s, false);
+    pthread_mutex_unlock(&bounce_mu);
     if (!s->keep_reg)
         uffd_unregister(s->reg_lo, s->reg_hi - s->reg_lo);
     bgpu_event_release(s->done);
@@ -223,23 +240,6 @@ static struct snap *same_pages(uintptr_t host, size_t bytes)
     while (s && !(s->reg_lo == lo && s->reg_hi == hi))
         s = s->next;
     return s;
-}
-
-enum bounce_history bounce_history(uintptr_t host, size_t bytes, unsigned *streak)
-{
-    enum bounce_history h = HIST_NONE;
-    pthread_mutex_lock(&bounce_mu);
-    struct snap *s = same_pages(host, bytes);
-    if (s != NULL && s->ready && !s->ending && !s->dma) {
-        if (s->lazy) {
-            h = s->read_first ? HIST_LAZY_READ : HIST_LAZY_UNREAD;
-        } else {
-            h = HIST_EAGER;
-            *streak = s->streak;
-        }
-    }
-    pthread_mutex_unlock(&bounce_mu);
-    return h;
 }
 
 bool bounce_handover(uintptr_t host, size_t bytes, bool lazy, bool dma)

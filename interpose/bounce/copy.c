@@ -1,5 +1,6 @@
-/* The bounce module's D2H: which takes a snapshot and how (lazy or eager),
- * bounce.h; the H2D served from snapshots is bounce_h2d.c's. */
+/* The bounce module's D2H: whether it takes a snapshot (a candidate,
+ * predicted: predict.h) and how (lazy or eager), bounce.h; the H2D served
+ * from snapshots is h2d.c's. */
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
@@ -21,10 +22,6 @@
  * against 0.056, one of 16 MiB 0.40 against 0.62. */
 #define BOUNCE_AUTO_MIN_PAGEABLE ((size_t)1 << 20)
 #define BOUNCE_AUTO_MIN_PINNED ((size_t)16 << 20)
-/* Eager D2H copies in a row into a pageable buffer the CPU read, before
- * the next one is lazy again (bounce_d2h). */
-#define EAGER_STREAK 8
-
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static bool uffd_ok;
 
@@ -46,6 +43,12 @@ static void once_body(void)
 
 enum how { HOW_NONE, HOW_LAZY, HOW_EAGER };
 
+/* Whether the D2H is a candidate (a device source, host memory of a kind
+ * the shim can track, at least the minimum for that kind), then whether
+ * the predictor says it bounces, then how. Everything before the
+ * prediction is cheap and asks the driver nothing new (resolve.h caches);
+ * the userfaultfd start, the HMM question and the fork/exit handlers wait
+ * for the first predicted D2H. */
 static enum how decide(const void *host, size_t bytes, CUdeviceptr dev,
                        struct owner_info *src, bool *dma)
 {
@@ -54,9 +57,6 @@ static enum how decide(const void *host, size_t bytes, CUdeviceptr dev,
     if (cfg->mode != P2PSHIM_MODE_UPGRADE || cfg->bounce == P2PSHIM_BOUNCE_OFF ||
         atomic_load(&bounce_disabled) || bytes < BOUNCE_MIN_BYTES || bytes < cfg->min_bytes ||
         host == NULL)
-        return HOW_NONE;
-    pthread_once(&once, once_body);
-    if (!uffd_ok)
         return HOW_NONE;
     if (!resolve_pointer(dev, src) || src->device < 0 ||
         src->device >= P2PSHIM_MAX_DEVICES || src->kind == MEM_KIND_MANAGED ||
@@ -71,11 +71,15 @@ static enum how decide(const void *host, size_t bytes, CUdeviceptr dev,
         /* Written by DMA behind the page tables: eager, its snapshot good
          * only until GPU work that could write it is issued (wrap_work.c). */
         *dma = true;
-        return HOW_EAGER;
-    }
-    if (bytes < (cfg->bounce_min ? cfg->bounce_min : BOUNCE_AUTO_MIN_PAGEABLE))
+    } else if (bytes < (cfg->bounce_min ? cfg->bounce_min : BOUNCE_AUTO_MIN_PAGEABLE)) {
         return HOW_NONE;
-    if (cfg->bounce == P2PSHIM_BOUNCE_EAGER)
+    }
+    if (evidence_d2h((uintptr_t)host, bytes, dev, src->device) != PREDICT_YES)
+        return HOW_NONE;
+    pthread_once(&once, once_body);
+    if (!uffd_ok)
+        return HOW_NONE;
+    if (*dma || cfg->bounce == P2PSHIM_BOUNCE_EAGER)
         return HOW_EAGER;
     if (cfg->bounce == P2PSHIM_BOUNCE_LAZY)
         return HOW_LAZY;
@@ -89,7 +93,8 @@ static enum how decide(const void *host, size_t bytes, CUdeviceptr dev,
  * where a write could fault on a lazy or protected page. Only the pages
  * the range covers whole are tracked; partial head and tail pages hold
  * other data and are left alone (the host's). NULL when none are whole. */
-static struct snap *new_snap(uintptr_t host, size_t bytes, bool lazy, bool dma)
+static struct snap *new_snap(uintptr_t host, size_t bytes, CUdeviceptr src, bool lazy,
+                             bool dma)
 {
     const size_t pg = bounce_page;
     uintptr_t lo = (host + pg - 1) & ~(uintptr_t)(pg - 1);
@@ -109,6 +114,7 @@ static struct snap *new_snap(uintptr_t host, size_t bytes, bool lazy, bool dma)
     s->dma = dma;
     s->reg_lo = lo;
     s->reg_hi = hi;
+    s->keys = predict_pair_of(host, bytes, (uintptr_t)src);
     s->page = (uint8_t *)(s + 1);
     /* Eager pages start clean: a write during setup makes them dirty. */
     memset(s->page, lazy ? PG_DIRTY : PG_CLEAN, npages);
@@ -146,7 +152,7 @@ static bool lazy_d2h(const struct copy_call *call, bool sync, uintptr_t h, CUdev
                      size_t n, int sdev, CUcontext ctx, bool handed)
 {
     double t0 = bounce_now_us();
-    struct snap *s = new_snap(h, n, true, false);
+    struct snap *s = new_snap(h, n, dev, true, false);
     if (s == NULL)
         return false;
     uintptr_t dlo = s->reg_lo, dhi = s->reg_hi;
@@ -212,11 +218,10 @@ static bool lazy_d2h(const struct copy_call *call, bool sync, uintptr_t h, CUdev
  * the driver with the CPU: protected once the copy is complete (a
  * pageable D2H returns complete). */
 static bool eager_d2h(const struct copy_call *call, bool sync, uintptr_t h, CUdeviceptr dev,
-                      size_t n, int sdev, CUcontext ctx, bool dma, bool handed,
-                      unsigned streak, CUresult *rc)
+                      size_t n, int sdev, CUcontext ctx, bool dma, bool handed, CUresult *rc)
 {
     double t0 = bounce_now_us();
-    struct snap *s = new_snap(h, n, false, dma);
+    struct snap *s = new_snap(h, n, dev, false, dma);
     if (s == NULL) {
         if (handed)
             uffd_unregister((h + bounce_page - 1) & ~(uintptr_t)(bounce_page - 1),
@@ -224,7 +229,6 @@ static bool eager_d2h(const struct copy_call *call, bool sync, uintptr_t h, CUde
                                 ((h + bounce_page - 1) & ~(uintptr_t)(bounce_page - 1)));
         return false;
     }
-    s->streak = streak;
     s->gen = atomic_load_explicit(&bounce_work_gen, memory_order_relaxed);
     uintptr_t rlo = s->reg_lo;
     size_t rlen = s->reg_hi - s->reg_lo;
@@ -322,21 +326,6 @@ bool bounce_d2h(const struct copy_call *call, bool sync, void *host, CUdeviceptr
     double t0 = bounce_now_us();
     uffd_barrier();
     bounce_reap();
-    /* Auto over pageable memory: a buffer the CPU read last time (most of
-     * its lazy pages materialised) is written eagerly, for up to
-     * EAGER_STREAK copies in a row, then lazily again to look anew:
-     * filling pages on demand costs more than the D2H it saves when the
-     * program reads them all. */
-    unsigned streak = 0;
-    if (how == HOW_LAZY && shim_config()->bounce == P2PSHIM_BOUNCE_AUTO) {
-        enum bounce_history hist = bounce_history(h, bytes, &streak);
-        if (hist == HIST_LAZY_READ)
-            how = HOW_EAGER, streak = 1;
-        else if (hist == HIST_EAGER && streak < EAGER_STREAK)
-            how = HOW_EAGER, streak++;
-        else
-            streak = 0;
-    }
     bool lazy = how == HOW_LAZY;
     bool handed = (lazy || dma) && bounce_handover(h, bytes, lazy, dma);
     bounce_end_overlapping(h, h + bytes, false, true);
@@ -344,8 +333,7 @@ bool bounce_d2h(const struct copy_call *call, bool sync, void *host, CUdeviceptr
               bounce_now_us() - t0);
     *rc = CUDA_SUCCESS;
     bool done = lazy ? lazy_d2h(call, sync, h, dev, bytes, src.device, ctx, handed)
-                     : eager_d2h(call, sync, h, dev, bytes, src.device, ctx, dma, handed, streak,
-                                 rc);
+                     : eager_d2h(call, sync, h, dev, bytes, src.device, ctx, dma, handed, rc);
     if (!done)
         atomic_fetch_add(&bst_fallbacks, 1);
     return done;

@@ -1,9 +1,19 @@
-/* Host-bounced copies: a device-to-host copy whose host buffer later feeds
- * a host-to-device copy becomes a snapshot of the source on its own GPU
- * plus one peer (or on-GPU) copy, with every byte the program can see kept
- * exactly as without the shim.
+/* Host-bounced copies, the bounce module's front door (its files are in
+ * interpose/bounce/; nothing else of it is seen outside). A device-to-host
+ * copy whose host buffer later feeds a host-to-device copy becomes a
+ * snapshot of the source on its own GPU plus one peer (or on-GPU) copy,
+ * with every byte the program can see kept exactly as without the shim.
  *
- * The device-to-host copy (D2H) takes a snapshot of the source into a
+ * The life of a bounce: predict -> snapshot -> serve -> end.
+ *
+ * Predict (predict.h): a D2H is bounced only on evidence, its host range
+ * or its device source having shown a D2H followed by an H2D of the same
+ * bytes; other D2Hs go the normal way and are only remembered (a small
+ * fixed table, no allocation, no driver call). Nothing is opened,
+ * allocated or registered before the first predicted D2H. A snapshot that
+ * turns out wasted backs its keys off exponentially.
+ *
+ * Snapshot: the predicted device-to-host copy (D2H) takes a snapshot of the source into a
  * shim-owned device buffer, on the program's stream, where the D2H would
  * have run. Then, by the host memory's kind:
  *   lazy (pageable, private anonymous memory): the D2H does not move the
@@ -94,9 +104,12 @@ void bounce_ctx_gone(CUcontext ctx, int dev);
  * anything was freed (the caller then retries once). */
 bool bounce_release_device(int dev);
 
-/* Exit summary: "summary bounce seen=N upgraded=N ...", when any bounce
- * was seen. */
-void bounce_report(void);
+/* Observe mode (no snapshot, no change): a D2H of bytes from device
+ * src_dev into host, and an H2D from host to dst_dev; an H2D over a
+ * remembered D2H is reported as a candidate (a "would-bounce" event in the
+ * run log, a "summary bounce-candidates" line per device pair). */
+void watch_d2h(const void *host, size_t bytes, int src_dev);
+void watch_h2d(const void *host, size_t bytes, int dst_dev);
 
 struct bounce_stats {
     uint64_t d2h_lazy, d2h_eager;  /* D2H copies that took a snapshot */
@@ -106,8 +119,13 @@ struct bounce_stats {
     uint64_t materialised_bytes;   /* of those, filled into host memory later */
     uint64_t faults;               /* page faults served */
     uint64_t evicted, fallbacks;   /* snapshots evicted; D2H left to the original */
+    uint64_t candidates;           /* D2H copies the predictor was asked about */
+    uint64_t predicted, skipped;   /* of those: predicted; left alone while backing off */
+    uint64_t useful, wasted;       /* snapshot outcomes told to the predictor */
+    uint64_t seen_plain;           /* H2D copies matching a D2H that went the normal way */
 };
+/* The counters; their exit summary line ("summary bounce candidates=N
+ * ...") is registered with stats.h by the module itself. */
 void bounce_get_stats(struct bounce_stats *out);
-void bounce_stats_reset(void);
 
 #endif

@@ -135,22 +135,28 @@ static bool plan(uintptr_t h, size_t n, struct piece *pc, int *np, int dst_dev)
     return any;
 }
 
-static void unpin(struct piece *pc, int np, bool touch)
+/* Lets the pieces' snapshots go; served: the H2D took from them, which
+ * tells the predictor their outcome (useful unless the CPU had wanted most
+ * of the bytes first or rewritten most of what the H2D read). */
+static void unpin(struct piece *pc, int np, bool served, bool mostly_host)
 {
     pthread_mutex_lock(&bounce_mu);
     for (int i = 0; i < np; i++) {
-        if (pc[i].s == NULL)
+        struct snap *s = pc[i].s;
+        if (s == NULL)
             continue;
-        pc[i].s->busy--;
-        if (touch && !pc[i].s->ending)
-            bounce_touch(pc[i].s);
+        if (served)
+            bounce_judge(s, !s->read_first && !mostly_host);
+        s->busy--;
+        if (served && !s->ending)
+            bounce_touch(s);
     }
     pthread_cond_broadcast(&bounce_cv);
     pthread_mutex_unlock(&bounce_mu);
 }
 
-bool bounce_h2d(const struct copy_call *call, bool sync, CUdeviceptr dst, const void *host,
-                size_t bytes, CUresult *rc)
+static bool serve(const struct copy_call *call, bool sync, CUdeviceptr dst, const void *host,
+                  size_t bytes, CUresult *rc)
 {
     if (atomic_load_explicit(&bounce_count, memory_order_relaxed) == 0 || bytes == 0 ||
         host == NULL)
@@ -196,7 +202,7 @@ bool bounce_h2d(const struct copy_call *call, bool sync, CUdeviceptr dst, const 
         if (pc[i].s != NULL && !link_for(call, pc[i].s, &d, bytes))
             ok = false;
     if (!ok) {
-        unpin(pc, np, false);
+        unpin(pc, np, false, false);
         bounce_host_access(host, bytes, false);
         return false;
     }
@@ -217,7 +223,7 @@ bool bounce_h2d(const struct copy_call *call, bool sync, CUdeviceptr dst, const 
     }
     if (r != CUDA_SUCCESS) {
         /* The original call does it all again, after what was issued. */
-        unpin(pc, np, false);
+        unpin(pc, np, false, false);
         bounce_host_access(host, bytes, false);
         return false;
     }
@@ -239,9 +245,20 @@ bool bounce_h2d(const struct copy_call *call, bool sync, CUdeviceptr dst, const 
             record_event("bounce", pc[i].s->buf.dev, d.device, 0, detail);
         }
     }
-    unpin(pc, np, true);
+    unpin(pc, np, true, from_snap * 2 < bytes);
     atomic_fetch_add(&bst_upgraded, 1);
     atomic_fetch_add(&bst_upgraded_bytes, from_snap);
     *rc = r;
     return true;
+}
+
+bool bounce_h2d(const struct copy_call *call, bool sync, CUdeviceptr dst, const void *host,
+                size_t bytes, CUresult *rc)
+{
+    if (serve(call, sync, dst, host, bytes, rc))
+        return true;
+    const struct p2pshim_config *cfg = shim_config();
+    if (cfg->mode == P2PSHIM_MODE_UPGRADE && cfg->bounce != P2PSHIM_BOUNCE_OFF)
+        evidence_h2d(host, bytes); /* the normal way: maybe a seen bounce */
+    return false;
 }

@@ -24,7 +24,6 @@
 
 #include "bounce.h"
 #include "bounce_int.h"
-#include "bounce_watch.h"
 #include "driver.h"
 #include "shim_cuda.h"
 

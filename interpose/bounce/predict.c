@@ -1,0 +1,188 @@
+/* The bounce predictor (predict.h). */
+#include "predict.h"
+
+#include <string.h>
+
+void predict_init(struct predict_table *t)
+{
+    memset(t, 0, sizeof *t);
+}
+
+struct predict_pair predict_pair_of(uintptr_t host, size_t bytes, uintptr_t src)
+{
+    struct predict_pair p = {{host, bytes, PK_HOST}, {src, bytes, src ? PK_DEVICE : 0}};
+    return p;
+}
+
+static bool same_key(const struct predict_key *a, const struct predict_key *b)
+{
+    return a->kind == b->kind && a->addr == b->addr && a->bytes == b->bytes;
+}
+
+static bool is_armed(const struct predict_entry *e)
+{
+    return e->key.kind != 0 && (e->evidence || e->skip != 0);
+}
+
+/* Sets e's state, keeping t->armed right. */
+static void set_state(struct predict_table *t, struct predict_entry *e, bool evidence,
+                      uint16_t backoff, uint16_t skip)
+{
+    bool was = is_armed(e);
+    e->evidence = evidence;
+    e->backoff = backoff;
+    e->skip = skip;
+    bool now = is_armed(e);
+    if (was != now)
+        t->armed += now ? 1u : (unsigned)-1;
+}
+
+static struct predict_entry *find(struct predict_table *t, const struct predict_key *k)
+{
+    if (k->kind == 0)
+        return NULL;
+    for (int i = 0; i < PREDICT_KEYS; i++)
+        if (same_key(&t->keys[i].key, k))
+            return &t->keys[i];
+    return NULL;
+}
+
+const struct predict_entry *predict_lookup(const struct predict_table *t,
+                                           const struct predict_key *k)
+{
+    return find((struct predict_table *)t, k);
+}
+
+/* k's entry, made (a free one, else the least recently used) if needed. */
+static struct predict_entry *find_or_add(struct predict_table *t, const struct predict_key *k)
+{
+    struct predict_entry *e = find(t, k);
+    if (e == NULL && k->kind != 0) {
+        e = &t->keys[0];
+        for (int i = 0; i < PREDICT_KEYS && e->key.kind != 0; i++)
+            if (t->keys[i].key.kind == 0 || t->keys[i].stamp < e->stamp)
+                e = &t->keys[i];
+        set_state(t, e, false, 0, 0);
+        e->key = *k;
+    }
+    if (e != NULL)
+        e->stamp = ++t->clock;
+    return e;
+}
+
+enum predict_verdict predict_query(struct predict_table *t, const struct predict_pair *p)
+{
+    if (t->armed == 0)
+        return PREDICT_NO;
+    /* The most specific key the table knows decides: the host range
+     * (this very buffer), else the device source (a fresh buffer). */
+    struct predict_entry *e = find(t, &p->host);
+    if (e == NULL)
+        e = find(t, &p->dev);
+    if (e == NULL)
+        return PREDICT_NO;
+    e->stamp = ++t->clock;
+    if (e->skip != 0) {
+        set_state(t, e, e->evidence, e->backoff, (uint16_t)(e->skip - 1));
+        return PREDICT_SKIPPED;
+    }
+    return e->evidence ? PREDICT_YES : PREDICT_NO;
+}
+
+static void forget_slot(struct predict_table *t, struct predict_d2h *r)
+{
+    if (r->hi != 0) {
+        r->hi = 0;
+        t->live_d2h--;
+    }
+}
+
+void predict_overwritten(struct predict_table *t, uintptr_t host, size_t bytes)
+{
+    uintptr_t lo = host, hi = host + bytes;
+    for (int i = 0; i < PREDICT_D2H && t->live_d2h != 0; i++)
+        if (t->d2h[i].hi != 0 && t->d2h[i].lo < hi && lo < t->d2h[i].hi)
+            forget_slot(t, &t->d2h[i]);
+}
+
+void predict_remember(struct predict_table *t, uintptr_t host, size_t bytes, uintptr_t src,
+                      int dev)
+{
+    if (bytes == 0 || host == 0)
+        return;
+    predict_overwritten(t, host, bytes);
+    struct predict_d2h *r = &t->d2h[t->next_d2h++ % PREDICT_D2H];
+    if (r->hi == 0)
+        t->live_d2h++;
+    *r = (struct predict_d2h){host, host + bytes, src, dev};
+}
+
+void predict_forget(struct predict_table *t, uintptr_t host)
+{
+    for (int i = 0; i < PREDICT_D2H && t->live_d2h != 0; i++)
+        if (t->d2h[i].hi != 0 && t->d2h[i].lo == host)
+            forget_slot(t, &t->d2h[i]);
+    for (int i = 0; i < PREDICT_KEYS && t->armed != 0; i++) {
+        struct predict_entry *e = &t->keys[i];
+        if (e->key.kind == PK_HOST && e->key.addr == host) {
+            set_state(t, e, false, 0, 0);
+            e->key.kind = 0;
+        }
+    }
+}
+
+/* A seen bounce: k gets evidence unless still skipping. */
+static bool give_evidence(struct predict_table *t, const struct predict_key *k)
+{
+    struct predict_entry *e = find_or_add(t, k);
+    if (e == NULL)
+        return false;
+    if (e->skip == 0)
+        set_state(t, e, true, e->backoff, 0);
+    return e->evidence;
+}
+
+int predict_h2d(struct predict_table *t, uintptr_t host, size_t bytes, size_t *overlap,
+                bool *seen, bool *armed)
+{
+    *seen = *armed = false;
+    *overlap = 0;
+    if (t->live_d2h == 0 || bytes == 0)
+        return -1;
+    uintptr_t lo = host, hi = host + bytes;
+    for (int i = 0; i < PREDICT_D2H; i++) {
+        const struct predict_d2h *r = &t->d2h[i];
+        if (r->hi == 0 || !(r->lo < hi && lo < r->hi))
+            continue;
+        *overlap = (r->hi < hi ? r->hi : hi) - (r->lo > lo ? r->lo : lo);
+        if (r->lo <= lo && hi <= r->hi) {
+            struct predict_pair p = predict_pair_of(r->lo, r->hi - r->lo, r->src);
+            *seen = true;
+            bool a = give_evidence(t, &p.host);
+            bool b = give_evidence(t, &p.dev);
+            *armed = a || b;
+        }
+        return r->dev;
+    }
+    return -1;
+}
+
+unsigned predict_outcome(struct predict_table *t, const struct predict_pair *p, bool useful)
+{
+    const struct predict_key *k[2] = {&p->host, &p->dev};
+    unsigned backoff = 0;
+    for (int i = 0; i < 2; i++) {
+        struct predict_entry *e = find_or_add(t, k[i]);
+        if (e == NULL)
+            continue;
+        if (useful) {
+            set_state(t, e, true, 0, 0);
+            continue;
+        }
+        unsigned b = e->backoff ? 2u * e->backoff : 1u;
+        b = b > PREDICT_BACKOFF_MAX ? PREDICT_BACKOFF_MAX : b;
+        set_state(t, e, false, (uint16_t)b, (uint16_t)b);
+        backoff = b > backoff ? b : backoff;
+    }
+    return backoff;
+}

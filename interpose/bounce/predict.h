@@ -1,0 +1,111 @@
+/* The bounce predictor: whether a device-to-host copy (D2H) is worth a
+ * snapshot, from what the program did before. Pure: no locks, no driver,
+ * no allocation; the caller serialises (watch.c holds the lock).
+ *
+ * Evidence comes from history. Every D2H that is not bounced is
+ * remembered (host range, device source; PREDICT_D2H of them, oldest
+ * replaced). A host-to-device copy (H2D) whose host range lies inside a
+ * remembered D2H's is a "seen bounce": it gives evidence to two keys, the
+ * D2H's host range and its device source range, so that a loop that gets a
+ * fresh host buffer each round from the same source is caught too.
+ *
+ * A D2H is predicted when the most specific key the table knows has
+ * evidence and is not backing off: the host range when known (this very
+ * buffer), else the device source (a fresh buffer from the same tensor). The snapshot's outcome feeds back: useful (it served an H2D
+ * the CPU had not read or rewritten first) keeps the evidence and resets
+ * the backoff; wasted (the CPU materialised or rewrote most of it, or it
+ * ended without serving an H2D) takes the evidence away and makes the
+ * keys skip the next 1, 2, 4, ... PREDICT_BACKOFF_MAX D2Hs; only a seen
+ * bounce after the skips re-arms them. So a wrong prediction costs one
+ * snapshot per 2^k D2Hs of that key, and at worst one in
+ * PREDICT_BACKOFF_MAX + 1 once the backoff is spent.
+ *
+ * Keys live in a table of PREDICT_KEYS, least recently used replaced. */
+#ifndef P2PSHIM_BOUNCE_PREDICT_H
+#define P2PSHIM_BOUNCE_PREDICT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PREDICT_KEYS 64
+#define PREDICT_D2H 64
+#define PREDICT_BACKOFF_MAX 256
+
+enum predict_kind { PK_HOST = 1, PK_DEVICE = 2 };
+
+struct predict_key {
+    uintptr_t addr;
+    size_t bytes;
+    uint8_t kind; /* enum predict_kind; 0: no key */
+};
+
+/* The two keys of one D2H. */
+struct predict_pair {
+    struct predict_key host, dev;
+};
+
+struct predict_entry {
+    struct predict_key key;  /* kind 0: free */
+    bool evidence;           /* a seen bounce or a useful snapshot, not lost since */
+    uint16_t backoff;        /* the skip length after the last misprediction (0: none) */
+    uint16_t skip;           /* D2Hs still to be skipped */
+    uint64_t stamp;          /* last use, for LRU */
+};
+
+struct predict_d2h {
+    uintptr_t lo, hi;        /* host range; hi == 0: free */
+    uintptr_t src;           /* device source */
+    int dev;                 /* source device */
+};
+
+struct predict_table {
+    struct predict_entry keys[PREDICT_KEYS];
+    struct predict_d2h d2h[PREDICT_D2H];
+    unsigned next_d2h;       /* slot replaced next */
+    unsigned live_d2h;       /* remembered D2Hs */
+    unsigned armed;          /* keys with evidence or skips: 0 lets a query return at once */
+    uint64_t clock;
+};
+
+/* A zeroed table is empty and valid; this zeroes one. */
+void predict_init(struct predict_table *t);
+
+struct predict_pair predict_pair_of(uintptr_t host, size_t bytes, uintptr_t src);
+
+enum predict_verdict {
+    PREDICT_NO,      /* no evidence: the normal path */
+    PREDICT_YES,     /* take a snapshot */
+    PREDICT_SKIPPED, /* a key is backing off: this D2H was one of its skips */
+};
+/* A D2H about to run: counts down the skips of its keys. */
+enum predict_verdict predict_query(struct predict_table *t, const struct predict_pair *p);
+
+/* A D2H that writes [host, host+bytes) the normal way, from src on dev:
+ * remembered; remembered D2Hs it overlaps are forgotten (overwritten). */
+void predict_remember(struct predict_table *t, uintptr_t host, size_t bytes, uintptr_t src,
+                      int dev);
+/* [host, host+bytes) written otherwise (a snapshot D2H): remembered D2Hs
+ * overlapping it are forgotten. */
+void predict_overwritten(struct predict_table *t, uintptr_t host, size_t bytes);
+/* free(host): remembered D2Hs starting there, and the host keys there,
+ * are forgotten (a new allocation there is a new buffer). */
+void predict_forget(struct predict_table *t, uintptr_t host);
+
+/* An H2D from [host, host+bytes). Returns the source device of the first
+ * remembered D2H it overlaps (-1: none; *overlap: the bytes in common).
+ * When the H2D lies inside that D2H's range it is a seen bounce: its keys
+ * get evidence unless backing off (*armed: whether any key has evidence
+ * after it). */
+int predict_h2d(struct predict_table *t, uintptr_t host, size_t bytes, size_t *overlap,
+                bool *seen, bool *armed);
+
+/* A snapshot's outcome (useful or wasted) for its D2H's keys. Returns the
+ * new backoff length (0 when useful). */
+unsigned predict_outcome(struct predict_table *t, const struct predict_pair *p, bool useful);
+
+/* The state of a key (tests): NULL when not in the table. */
+const struct predict_entry *predict_lookup(const struct predict_table *t,
+                                           const struct predict_key *k);
+
+#endif

@@ -1,0 +1,173 @@
+/* The predictor behind its lock, and observe mode's candidates (bounce.h,
+ * bounce_int.h). One table serves both: D2Hs remembered, H2Ds matched
+ * against them. Thread-safe; one relaxed load per H2D while nothing is
+ * remembered. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "bounce_int.h"
+#include "config.h"
+#include "log.h"
+#include "record.h"
+#include "stats.h"
+
+static pthread_mutex_t watch_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct predict_table table; /* zeroed: empty */
+static _Atomic unsigned live;      /* table.live_d2h, readable without the lock */
+static _Atomic unsigned armed;     /* table.armed, likewise */
+
+/* The lock-free mirrors, after a change (lock held). */
+static void mirror(void)
+{
+    atomic_store_explicit(&live, table.live_d2h, memory_order_relaxed);
+    atomic_store_explicit(&armed, table.armed, memory_order_relaxed);
+}
+
+static _Atomic uint64_t pairs[P2PSHIM_MAX_DEVICES][P2PSHIM_MAX_DEVICES];
+static _Atomic uint64_t pair_bytes[P2PSHIM_MAX_DEVICES][P2PSHIM_MAX_DEVICES];
+
+static void watch_report(void);
+static void watch_reset(void);
+
+static void summary(void)
+{
+    bounce_report();
+    watch_report();
+}
+
+static void summary_reset(void)
+{
+    bounce_stats_reset();
+    watch_reset();
+}
+
+static pthread_once_t summary_once = PTHREAD_ONCE_INIT;
+
+static void register_summary(void)
+{
+    stats_register_reporter("bounce", summary, summary_reset);
+}
+
+void bounce_register_summary(void)
+{
+    pthread_once(&summary_once, register_summary);
+}
+
+enum predict_verdict evidence_d2h(uintptr_t host, size_t bytes, CUdeviceptr src, int dev)
+{
+    bounce_register_summary();
+    struct predict_pair p = predict_pair_of(host, bytes, (uintptr_t)src);
+    pthread_mutex_lock(&watch_mu);
+    enum predict_verdict v = predict_query(&table, &p);
+    predict_remember(&table, host, bytes, (uintptr_t)src, dev);
+    mirror();
+    pthread_mutex_unlock(&watch_mu);
+    atomic_fetch_add_explicit(&bst_candidates, 1, memory_order_relaxed);
+    if (v == PREDICT_YES)
+        atomic_fetch_add_explicit(&bst_predicted, 1, memory_order_relaxed);
+    else if (v == PREDICT_SKIPPED)
+        atomic_fetch_add_explicit(&bst_skipped, 1, memory_order_relaxed);
+    return v;
+}
+
+void evidence_h2d(const void *host, size_t bytes)
+{
+    if (atomic_load_explicit(&live, memory_order_relaxed) == 0 || host == NULL)
+        return;
+    size_t overlap;
+    bool seen, now_armed;
+    pthread_mutex_lock(&watch_mu);
+    (void)predict_h2d(&table, (uintptr_t)host, bytes, &overlap, &seen, &now_armed);
+    mirror();
+    pthread_mutex_unlock(&watch_mu);
+    if (seen)
+        atomic_fetch_add_explicit(&bst_seen_plain, 1, memory_order_relaxed);
+}
+
+void evidence_outcome(const struct predict_pair *keys, bool useful)
+{
+    pthread_mutex_lock(&watch_mu);
+    unsigned backoff = predict_outcome(&table, keys, useful);
+    mirror();
+    pthread_mutex_unlock(&watch_mu);
+    atomic_fetch_add_explicit(useful ? &bst_useful : &bst_wasted, 1, memory_order_relaxed);
+    if (!useful)
+        LOG_DEBUG("bounce: snapshot of %zu bytes at %#lx wasted; its keys skip %u D2H(s)",
+                  keys->host.bytes, (unsigned long)keys->host.addr, backoff);
+}
+
+void watch_d2h(const void *host, size_t bytes, int src_dev)
+{
+    if (host == NULL || bytes == 0 || src_dev < 0 || src_dev >= P2PSHIM_MAX_DEVICES)
+        return;
+    bounce_register_summary();
+    pthread_mutex_lock(&watch_mu);
+    predict_remember(&table, (uintptr_t)host, bytes, 0, src_dev);
+    mirror();
+    pthread_mutex_unlock(&watch_mu);
+}
+
+void watch_h2d(const void *host, size_t bytes, int dst_dev)
+{
+    if (atomic_load_explicit(&live, memory_order_relaxed) == 0 || host == NULL ||
+        dst_dev < 0 || dst_dev >= P2PSHIM_MAX_DEVICES)
+        return;
+    size_t overlap;
+    bool seen, now_armed;
+    pthread_mutex_lock(&watch_mu);
+    int src = predict_h2d(&table, (uintptr_t)host, bytes, &overlap, &seen, &now_armed);
+    mirror();
+    pthread_mutex_unlock(&watch_mu);
+    if (src < 0)
+        return;
+    atomic_fetch_add_explicit(&pairs[src][dst_dev], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&pair_bytes[src][dst_dev], overlap, memory_order_relaxed);
+    if (record_enabled()) {
+        char detail[24];
+        snprintf(detail, sizeof detail, "%zu", overlap);
+        record_event("would-bounce", src, dst_dev, 0, detail);
+    }
+}
+
+void watch_forget(const void *host)
+{
+    if (atomic_load_explicit(&live, memory_order_relaxed) == 0 &&
+        atomic_load_explicit(&armed, memory_order_relaxed) == 0)
+        return;
+    pthread_mutex_lock(&watch_mu);
+    predict_forget(&table, (uintptr_t)host);
+    mirror();
+    pthread_mutex_unlock(&watch_mu);
+}
+
+static void watch_report(void)
+{
+    for (int s = 0; s < P2PSHIM_MAX_DEVICES; s++)
+        for (int d = 0; d < P2PSHIM_MAX_DEVICES; d++) {
+            uint64_t n = atomic_load_explicit(&pairs[s][d], memory_order_relaxed);
+            if (n != 0)
+                LOG_INFO("summary bounce-candidates pair=%d->%d pairs=%llu bytes=%llu", s, d,
+                         (unsigned long long)n,
+                         (unsigned long long)atomic_load_explicit(&pair_bytes[s][d],
+                                                                  memory_order_relaxed));
+        }
+}
+
+/* After fork (the child starts empty). */
+static void watch_reset(void)
+{
+    /* The child's copy of the lock may be held by a thread that does not
+     * exist there: start afresh. */
+    pthread_mutex_init(&watch_mu, NULL);
+    predict_init(&table);
+    atomic_store(&live, 0);
+    atomic_store(&armed, 0);
+    for (int s = 0; s < P2PSHIM_MAX_DEVICES; s++)
+        for (int d = 0; d < P2PSHIM_MAX_DEVICES; d++) {
+            atomic_store(&pairs[s][d], 0);
+            atomic_store(&pair_bytes[s][d], 0);
+        }
+}

@@ -1,0 +1,161 @@
+/* The bounce predictor (interpose/bounce/predict.h) as a table of
+ * sequences: each step is a D2H (asked, then remembered), an H2D, an
+ * outcome or a free, and what the D2H's verdict must be. */
+#include <stdio.h>
+#include <string.h>
+
+#include "bounce/predict.h"
+
+static int failures;
+
+enum op {
+    D2H,    /* host, bytes, src: expect the verdict */
+    H2D,    /* host, bytes */
+    GOOD,   /* the last predicted D2H's snapshot served an H2D */
+    WASTED, /* it did not */
+    FREE,   /* free(host) */
+    END
+};
+
+struct step {
+    enum op op;
+    uintptr_t host;
+    size_t bytes;
+    uintptr_t src;
+    enum predict_verdict want;
+};
+
+#define MB ((size_t)1 << 20)
+#define H1 0x100000
+#define H2 0x900000
+#define S1 0x7000000
+#define S2 0x7800000
+
+static void run(const char *name, const struct step *steps)
+{
+    struct predict_table t;
+    predict_init(&t);
+    struct predict_pair last = {0};
+    for (int i = 0; steps[i].op != END; i++) {
+        const struct step *s = &steps[i];
+        size_t overlap;
+        bool seen, armed;
+        switch (s->op) {
+        case D2H: {
+            struct predict_pair p = predict_pair_of(s->host, s->bytes, s->src);
+            enum predict_verdict v = predict_query(&t, &p);
+            predict_remember(&t, s->host, s->bytes, s->src, 0);
+            if (v != s->want) {
+                printf("FAIL %s step %d: verdict %d, expected %d\n", name, i, v, s->want);
+                failures++;
+            }
+            last = p;
+            break;
+        }
+        case H2D:
+            predict_h2d(&t, s->host, s->bytes, &overlap, &seen, &armed);
+            break;
+        case GOOD:
+        case WASTED:
+            predict_outcome(&t, &last, s->op == GOOD);
+            break;
+        case FREE:
+            predict_forget(&t, s->host);
+            break;
+        case END:
+            break;
+        }
+    }
+}
+
+#define NO PREDICT_NO
+#define YES PREDICT_YES
+#define SKIP PREDICT_SKIPPED
+
+int main(void)
+{
+    /* A staging loop: predicted from round 2 on. */
+    static const struct step loop[] = {
+        {D2H, H1, MB, S1, NO},  {H2D, H1, MB, 0, 0},  {D2H, H1, MB, S1, YES}, {GOOD, 0, 0, 0, 0},
+        {D2H, H1, MB, S1, YES}, {GOOD, 0, 0, 0, 0},   {D2H, H1, MB, S1, YES}, {END, 0, 0, 0, 0}};
+    run("loop", loop);
+    /* Results copied down and used: never predicted. */
+    static const struct step use[] = {{D2H, H1, MB, S1, NO}, {D2H, H1, MB, S1, NO},
+                                      {D2H, H2, MB, S1, NO}, {END, 0, 0, 0, 0}};
+    run("use", use);
+    /* An H2D of part of the range counts; one running past it does not. */
+    static const struct step part[] = {
+        {D2H, H1, MB, S1, NO},      {H2D, H1 + 4096, MB / 2, 0, 0}, {D2H, H1, MB, S1, YES},
+        {D2H, H2, MB, S2, NO},      {H2D, H2, MB + 1, 0, 0},        {D2H, H2, MB, S2, NO},
+        {END, 0, 0, 0, 0}};
+    run("part", part);
+    /* A fresh host buffer each round from one source: the source decides. */
+    static const struct step fresh[] = {
+        {D2H, H1, MB, S1, NO},  {H2D, H1, MB, 0, 0}, {FREE, H1, 0, 0, 0},
+        {D2H, H2, MB, S1, YES}, {GOOD, 0, 0, 0, 0},  {FREE, H2, 0, 0, 0},
+        {D2H, H1 + MB, MB, S1, YES}, {END, 0, 0, 0, 0}};
+    run("fresh", fresh);
+    /* Wasted: skip 1, re-armed by a seen bounce, wasted: skip 2, ... */
+    static const struct step backoff[] = {
+        {D2H, H1, MB, S1, NO},   {H2D, H1, MB, 0, 0},    {D2H, H1, MB, S1, YES},
+        {WASTED, 0, 0, 0, 0},    {D2H, H1, MB, S1, SKIP}, {H2D, H1, MB, 0, 0},
+        {D2H, H1, MB, S1, YES},  {WASTED, 0, 0, 0, 0},   {D2H, H1, MB, S1, SKIP},
+        {H2D, H1, MB, 0, 0},     {D2H, H1, MB, S1, SKIP}, {H2D, H1, MB, 0, 0},
+        {D2H, H1, MB, S1, YES},  {GOOD, 0, 0, 0, 0},     {D2H, H1, MB, S1, YES},
+        {END, 0, 0, 0, 0}};
+    run("backoff", backoff);
+    /* Wasted and no H2D since: the skips end, but nothing re-arms it. */
+    static const struct step stops[] = {
+        {D2H, H1, MB, S1, NO},   {H2D, H1, MB, 0, 0},     {D2H, H1, MB, S1, YES},
+        {WASTED, 0, 0, 0, 0},    {D2H, H1, MB, S1, SKIP}, {D2H, H1, MB, S1, NO},
+        {D2H, H1, MB, S1, NO},   {END, 0, 0, 0, 0}};
+    run("stops", stops);
+    /* A new D2H over the range forgets the old one: its H2D is no bounce. */
+    static const struct step over[] = {
+        {D2H, H1, MB, S1, NO},     {D2H, H1 + 4096, 8192, S2, NO}, {H2D, H1, MB / 2, 0, 0},
+        {D2H, H1, MB, S1, NO},     {END, 0, 0, 0, 0}};
+    run("overwritten", over);
+
+    /* The backoff doubles up to its cap, and the state counts right. */
+    struct predict_table t;
+    predict_init(&t);
+    struct predict_pair p = predict_pair_of(H1, MB, S1);
+    unsigned b = 0, prev = 0;
+    for (int i = 0; i < 12; i++) {
+        b = predict_outcome(&t, &p, false);
+        if (b != (prev ? (2 * prev > PREDICT_BACKOFF_MAX ? PREDICT_BACKOFF_MAX : 2 * prev) : 1)) {
+            printf("FAIL cap: backoff %u after %u\n", b, prev);
+            failures++;
+        }
+        prev = b;
+    }
+    unsigned skipped = 0;
+    while (predict_query(&t, &p) == PREDICT_SKIPPED)
+        skipped++;
+    const struct predict_entry *h = predict_lookup(&t, &p.host);
+    if (b != PREDICT_BACKOFF_MAX || skipped != PREDICT_BACKOFF_MAX || h == NULL ||
+        h->skip != 0 || h->evidence || h->backoff != PREDICT_BACKOFF_MAX) {
+        printf("FAIL cap: backoff %u, %u skipped\n", b, skipped);
+        failures++;
+    }
+    /* LRU: more keys than the table holds; the table stays consistent. */
+    predict_init(&t);
+    for (uintptr_t i = 0; i < 3 * PREDICT_KEYS; i++) {
+        predict_remember(&t, H1 + i * MB, MB, S1 + i * MB, 0);
+        size_t ov;
+        bool seen, armed;
+        predict_h2d(&t, H1 + i * MB, MB, &ov, &seen, &armed);
+    }
+    if (t.armed != PREDICT_KEYS || t.live_d2h != PREDICT_D2H) {
+        printf("FAIL lru: %u armed, %u remembered\n", t.armed, t.live_d2h);
+        failures++;
+    }
+    struct predict_pair newest = predict_pair_of(H1 + (3 * PREDICT_KEYS - 1) * MB, MB,
+                                                 S1 + (3 * PREDICT_KEYS - 1) * MB);
+    if (predict_query(&t, &newest) != PREDICT_YES) {
+        printf("FAIL lru: the newest key lost\n");
+        failures++;
+    }
+    printf("%s\n", failures ? "test_predict: FAILED" : "test_predict: ok");
+    return failures != 0;
+}
