@@ -91,7 +91,7 @@ static int parse_options(int argc, char **argv, struct run_env *o, const char **
             return -1;
         }
         if (strcmp(a, "--observe") == 0) {
-            if (!run_env_set(o, "P2PSHIM_MODE", "observe"))
+            if (!run_env_set(o, "P2PSHIM_MODE", p2pshim_mode_names[P2PSHIM_MODE_OBSERVE]))
                 return LAUNCHER_EXIT_USAGE;
         } else if ((m = launcher_option_value(argc, argv, &i, "--mode", &v)) != 0) {
             if (m < 0)
