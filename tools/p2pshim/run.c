@@ -91,7 +91,8 @@ static int parse_options(int argc, char **argv, struct run_env *o, const char **
             return -1;
         }
         if (strcmp(a, "--observe") == 0) {
-            if (!run_env_set(o, "P2PSHIM_MODE", p2pshim_mode_names[P2PSHIM_MODE_OBSERVE]))
+            const char *observe = p2pshim_mode_names[P2PSHIM_MODE_OBSERVE];
+            if (!run_env_set(o, "P2PSHIM_MODE", observe))
                 return LAUNCHER_EXIT_USAGE;
         } else if ((m = launcher_option_value(argc, argv, &i, "--mode", &v)) != 0) {
             if (m < 0)
