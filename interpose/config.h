@@ -8,23 +8,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The one list of variables: X(ENV_NAME, what it sets). */
-#define P2PSHIM_CONFIG_VARS(X)                                                \
-    X(P2PSHIM_MODE, "upgrade (default), observe or off")                     \
-    X(P2PSHIM_PAIRS, "device pairs to upgrade or exclude, e.g. 0-1,!2:3")    \
-    X(P2PSHIM_MIN_BYTES, "smallest copy to upgrade; K/M/G suffixes (KiB)")   \
-    X(P2PSHIM_LOG, "error, warn (default), info or debug")                   \
-    X(P2PSHIM_LOG_FILE, "log file instead of stderr; %p is the pid, %h the host") \
-    X(P2PSHIM_DUMP_CONFIG, "1: print the effective configuration at start")   \
-    X(P2PSHIM_RUN_LOG, "run log (JSON Lines, docs/LOG_FORMAT.md); %p is the pid, %h the host") \
-    X(P2PSHIM_CUPTI, "1/0: join CUPTI activity to decisions (default: observe)") \
-    X(P2PSHIM_RECORD_LIMIT, "decision records buffered before drops")        \
-    X(P2PSHIM_BOUNCE, "host-bounced copies: auto (default), lazy, eager or off") \
-    X(P2PSHIM_BOUNCE_MIN, "smallest D2H to take a bounce snapshot of: bytes (K/M/G, " \
-      "at least 64K) or auto (default: 1M pageable, 16M pinned)")             \
-    X(P2PSHIM_BOUNCE_BUDGET, "device memory for bounce snapshots, per device: " \
-      "bytes (K/M/G) or N% of free memory (default 25%)")                     \
-    X(P2PSHIM_BOUNCE_CHUNK, "bytes a lazy host buffer fills per fault, 4K..1G (default 2M)")
+/* The variables of the shim, one row each in config_table.h; here, each
+ * as X(ENV_NAME, what it sets), in the order config_dump writes them. */
+#include "config_table.h"
+#define P2PSHIM_CONFIG_NAME_HELP_(X, name, help, descriptor) X(name, help)
+#define P2PSHIM_CONFIG_VARS(X) P2PSHIM_CONFIG_TABLE(P2PSHIM_CONFIG_NAME_HELP_, X)
 
 /* Variables of the p2pshim tool (launcher, topo, report), not of the shim:
  * the shim neither reads them nor warns about them. */
@@ -36,31 +24,53 @@
  * this ordinal are never upgraded (reason "device ordinal too large"). */
 #define P2PSHIM_MAX_DEVICES 32
 
+/* The names of the modes, bounce modes and log levels: the one list of
+ * each, X(ENUMERATOR, "name"), in the order messages list them. Each
+ * expands into its enum below (values 0, 1, ... in this order) and into
+ * the name tables of config_names.c, which the parser, the dump, the shim
+ * and the launcher use. */
+#define P2PSHIM_MODE_NAMES(X)                                                 \
+    X(P2PSHIM_MODE_UPGRADE, "upgrade")                                        \
+    X(P2PSHIM_MODE_OBSERVE, "observe")                                        \
+    X(P2PSHIM_MODE_OFF, "off")
+#define P2PSHIM_BOUNCE_NAMES(X)                                               \
+    X(P2PSHIM_BOUNCE_AUTO, "auto")                                            \
+    X(P2PSHIM_BOUNCE_LAZY, "lazy")                                            \
+    X(P2PSHIM_BOUNCE_EAGER, "eager")                                          \
+    X(P2PSHIM_BOUNCE_OFF, "off")
+/* Ordered: a message is written when its level <= the threshold. */
+#define P2PSHIM_LOG_LEVEL_NAMES(X)                                            \
+    X(P2PSHIM_LOG_ERROR, "error")                                             \
+    X(P2PSHIM_LOG_WARN, "warn")                                               \
+    X(P2PSHIM_LOG_INFO, "info")                                               \
+    X(P2PSHIM_LOG_DEBUG, "debug")
+
+#define P2PSHIM_ENUMERATOR_(enumerator, name) enumerator,
+
 /* observe: change nothing the program sees or does; record what upgrade
  * would do. */
-enum p2pshim_mode {
-    P2PSHIM_MODE_UPGRADE = 0,
-    P2PSHIM_MODE_OFF = 1,
-    P2PSHIM_MODE_OBSERVE = 2,
-};
+enum p2pshim_mode { P2PSHIM_MODE_NAMES(P2PSHIM_ENUMERATOR_) P2PSHIM_MODE_COUNT };
 
 /* Host-bounced copies (bounce.h). auto: lazy where provably safe, eager
  * where only that is, off elsewhere; lazy: lazy for pageable memory and
  * eager for pinned even where a GPU could write it unseen; eager: never
  * lazy. */
-enum p2pshim_bounce {
-    P2PSHIM_BOUNCE_AUTO = 0,
-    P2PSHIM_BOUNCE_LAZY = 1,
-    P2PSHIM_BOUNCE_EAGER = 2,
-    P2PSHIM_BOUNCE_OFF = 3,
-};
+enum p2pshim_bounce { P2PSHIM_BOUNCE_NAMES(P2PSHIM_ENUMERATOR_) P2PSHIM_BOUNCE_COUNT };
 
 enum p2pshim_log_level {
-    P2PSHIM_LOG_ERROR = 0,
-    P2PSHIM_LOG_WARN = 1,
-    P2PSHIM_LOG_INFO = 2,
-    P2PSHIM_LOG_DEBUG = 3,
+    P2PSHIM_LOG_LEVEL_NAMES(P2PSHIM_ENUMERATOR_) P2PSHIM_LOG_LEVEL_COUNT
 };
+
+/* "config_names.c": each name by its enum value. */
+extern const char *const p2pshim_mode_names[P2PSHIM_MODE_COUNT];
+extern const char *const p2pshim_bounce_names[P2PSHIM_BOUNCE_COUNT];
+extern const char *const p2pshim_log_level_names[P2PSHIM_LOG_LEVEL_COUNT];
+
+/* The index of text in names[0..count), in any case, or -1. */
+int config_name_find(const char *const *names, int count, const char *text);
+
+/* Writes names[0..count) as a list, "a, b or c", into buf (cut to len). */
+void config_name_list(const char *const *names, int count, char *buf, size_t len);
 
 struct p2pshim_config {
     enum p2pshim_mode mode;
@@ -92,7 +102,7 @@ void config_set_defaults(struct p2pshim_config *cfg);
  * pid and host name, for %p and %h), so unit tests feed it arbitrary
  * blocks. The variables of P2PSHIM_TOOL_VARS are skipped without a word.
  * The line given to warn has no prefix and no newline, e.g.
- *   P2PSHIM_MODE="fast": not a mode (upgrade or off); keeping upgrade
+ *   P2PSHIM_MODE="fast": not a mode (upgrade, observe or off); keeping upgrade
  * (the log adds "p2pshim: warning: "). Values are exact apart from case
  * (no spaces trimmed). An empty value is the same as an unset variable
  * (for P2PSHIM_LOG_FILE: stderr). Of duplicated entries the first counts,

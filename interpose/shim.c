@@ -42,13 +42,11 @@ static void init_once_body(void)
     config = config_get(); /* also opens the log (log.h) */
     if (config->dump_config)
         config_dump(config, dump_line);
-    LOG_DEBUG("loaded (mode %s)", config->mode == P2PSHIM_MODE_OFF       ? "off"
-                                  : config->mode == P2PSHIM_MODE_OBSERVE ? "observe"
-                                                                         : "upgrade");
+    LOG_DEBUG("loaded (mode %s)", p2pshim_mode_names[config->mode]);
     atexit(stats_report);
     if (config->run_log[0] != '\0') {
-        static const char *const modes[] = {"upgrade", "off", "observe"};
-        record_open(config->run_log_pattern, modes[config->mode], config->record_limit);
+        record_open(config->run_log_pattern, p2pshim_mode_names[config->mode],
+                    config->record_limit);
         atexit(record_flush_final);
     }
     pthread_atfork(fork_prepare, fork_release, fork_child);

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "launcher.h"
 #include "report.h"
 #include "run_env.h"
@@ -62,6 +63,16 @@ static const char *format_of(const char *path)
     return "text";
 }
 
+/* Whether v names a mode of the shim's list, written as the usage writes
+ * it (lower case). */
+static bool is_mode_name(const char *v)
+{
+    for (int i = 0; i < P2PSHIM_MODE_COUNT; i++)
+        if (strcmp(v, p2pshim_mode_names[i]) == 0)
+            return true;
+    return false;
+}
+
 /* Parses the run options into *o; returns 0 or an exit status. */
 static int parse_options(int argc, char **argv, struct run_env *o, const char **report)
 {
@@ -80,14 +91,17 @@ static int parse_options(int argc, char **argv, struct run_env *o, const char **
             return -1;
         }
         if (strcmp(a, "--observe") == 0) {
-            if (!run_env_set(o, "P2PSHIM_MODE", "observe"))
+            const char *observe = p2pshim_mode_names[P2PSHIM_MODE_OBSERVE];
+            if (!run_env_set(o, "P2PSHIM_MODE", observe))
                 return LAUNCHER_EXIT_USAGE;
         } else if ((m = launcher_option_value(argc, argv, &i, "--mode", &v)) != 0) {
             if (m < 0)
                 return LAUNCHER_EXIT_USAGE;
-            if (strcmp(v, "upgrade") != 0 && strcmp(v, "observe") != 0 &&
-                strcmp(v, "off") != 0) {
-                launcher_error("--mode %s: not a mode (upgrade, observe or off)", v);
+            if (!is_mode_name(v)) {
+                char modes[64];
+                config_name_list(p2pshim_mode_names, P2PSHIM_MODE_COUNT, modes,
+                                 sizeof modes);
+                launcher_error("--mode %s: not a mode (%s)", v, modes);
                 return LAUNCHER_EXIT_USAGE;
             }
             if (!run_env_set(o, "P2PSHIM_MODE", v))

@@ -1,0 +1,67 @@
+/* The one table of the shim's P2PSHIM_* variables, in the order
+ * config_dump writes them (and the README lists them):
+ *   ROW(X, NAME, what it sets, (descriptor))
+ * NAME and the help are everyone's, through P2PSHIM_CONFIG_VARS
+ * (config.h). The descriptor is the variable's behaviour: an initializer
+ * of struct config_var (config_int.h) written with its kind macros —
+ *   CONFIG_SWITCH(field)                1/0, yes/no, true/false, on/off
+ *   CONFIG_ENUM(field, names, noun)     one of names[], any case
+ *   CONFIG_BYTES(field, min, max, mult) K/M/G byte count; dumped with a unit
+ *   CONFIG_COUNT(field, min, max)       K/M/G count; dumped as digits
+ *   CONFIG_PATH(field)                  file name, %p and %h expanded
+ *   CONFIG_CUSTOM(handler)              its own syntax (config_int.h)
+ * and .def (the default), .doc (the default as the README words it, where
+ * the value alone would not say it), .expect ("not EXPECT" in a warning)
+ * and .kept (what a bad value leaves, where not "keeping VALUE"). Only
+ * config.c expands the descriptors. */
+#ifndef P2PSHIM_CONFIG_TABLE_H
+#define P2PSHIM_CONFIG_TABLE_H
+
+#define P2PSHIM_CONFIG_TABLE(ROW, X)                                          \
+    ROW(X, P2PSHIM_MODE, "upgrade (default), observe or off",                 \
+        (CONFIG_ENUM(mode, p2pshim_mode_names, "mode"),                       \
+         .def = P2PSHIM_MODE_UPGRADE))                                        \
+    ROW(X, P2PSHIM_PAIRS, "device pairs to upgrade or exclude, e.g. 0-1,!2:3", \
+        (CONFIG_CUSTOM(&config_pairs_handler), .def_text = "all",             \
+         .doc = "all pairs", .kept = "keeping all pairs"))                    \
+    ROW(X, P2PSHIM_MIN_BYTES, "smallest copy to upgrade; K/M/G suffixes (KiB)", \
+        (CONFIG_BYTES(min_bytes, 0, SIZE_MAX, 1), .def = 0,                   \
+         .expect = "a byte count (digits with optional K/M/G)"))              \
+    ROW(X, P2PSHIM_LOG, "error, warn (default), info or debug",               \
+        (CONFIG_ENUM(log_level, p2pshim_log_level_names, "log level"),        \
+         .def = P2PSHIM_LOG_WARN))                                            \
+    ROW(X, P2PSHIM_LOG_FILE,                                                  \
+        "log file instead of stderr; %p is the pid, %h the host",             \
+        (CONFIG_PATH(log_file), .doc = "stderr", .kept = "keeping stderr"))   \
+    ROW(X, P2PSHIM_DUMP_CONFIG, "1: print the effective configuration at start", \
+        (CONFIG_SWITCH(dump_config), .def = 0))                               \
+    ROW(X, P2PSHIM_RUN_LOG,                                                   \
+        "run log (JSON Lines, docs/LOG_FORMAT.md); %p is the pid, %h the host", \
+        (CONFIG_PATH(run_log), CONFIG_PATTERN(run_log_pattern), .doc = "none", \
+         .kept = "writing no run log"))                                       \
+    ROW(X, P2PSHIM_CUPTI, "1/0: join CUPTI activity to decisions (default: observe)", \
+        (CONFIG_SWITCH(cupti), .def = -1, .doc = "on in observe mode",        \
+         .kept = "keeping the default (on in observe mode)"))                 \
+    ROW(X, P2PSHIM_RECORD_LIMIT, "decision records buffered before drops",    \
+        (CONFIG_COUNT(record_limit, 1, SIZE_MAX), .def = 262144,              \
+         .expect = "a positive count (K/M/G allowed)"))                       \
+    ROW(X, P2PSHIM_BOUNCE, "host-bounced copies: auto (default), lazy, eager or off", \
+        (CONFIG_ENUM(bounce, p2pshim_bounce_names, "bounce mode"),            \
+         .def = P2PSHIM_BOUNCE_AUTO))                                         \
+    ROW(X, P2PSHIM_BOUNCE_MIN,                                                \
+        "smallest D2H to take a bounce snapshot of: bytes (K/M/G, "           \
+        "at least 64K) or auto (default: 1M pageable, 16M pinned)",           \
+        (CONFIG_BYTES(bounce_min, (size_t)64 << 10, SIZE_MAX, 1), .def = 0,   \
+         .auto_word = "auto", .doc = "`auto`: 1M pageable, 16M pinned",       \
+         .expect = "auto or a byte count (K/M/G) of at least 64K"))           \
+    ROW(X, P2PSHIM_BOUNCE_BUDGET, "device memory for bounce snapshots, per device: " \
+        "bytes (K/M/G) or N% of free memory (default 25%)",                   \
+        (CONFIG_CUSTOM(&config_budget_handler), .def_text = "25%"))           \
+    ROW(X, P2PSHIM_BOUNCE_CHUNK,                                              \
+        "bytes a lazy host buffer fills per fault, 4K..1G (default 2M)",      \
+        (CONFIG_BYTES(bounce_chunk, (size_t)4 << 10, (size_t)1 << 30,         \
+                      (size_t)4 << 10),                                       \
+         .def = (size_t)2 << 20,                                              \
+         .expect = "a multiple of 4K between 4K and 1G"))
+
+#endif
