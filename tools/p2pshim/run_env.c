@@ -12,6 +12,10 @@
 #include "run_env.h"
 
 #define SHIM_FILE "libp2pshim.so"
+/* The install libdir relative to the bindir (GNUInstallDirs), from the build. */
+#ifndef P2PSHIM_LIBDIR_FROM_BINDIR
+#error "P2PSHIM_LIBDIR_FROM_BINDIR must be defined by the build"
+#endif
 
 /* The variables the shim knows: interpose/config.h's one list. */
 static const char *const known_vars[] = {
@@ -234,7 +238,8 @@ bool run_env_find_library(char *out, size_t len)
     *strrchr(self, '/') = '\0'; /* the launcher's folder; the path is absolute */
     char tried[4 * PATH_MAX] = "";
     if (try_candidate(self, SHIM_FILE, out, len, tried, sizeof tried) ||
-        try_candidate(self, "../lib/" SHIM_FILE, out, len, tried, sizeof tried) ||
+        try_candidate(self, P2PSHIM_LIBDIR_FROM_BINDIR "/" SHIM_FILE, out, len, tried,
+                      sizeof tried) ||
         try_candidate(self, "../../interpose/" SHIM_FILE, out, len, tried, sizeof tried))
         return true;
     launcher_error("%s not found (looked at %s); set P2PSHIM_LIBRARY to its path",
