@@ -7,21 +7,39 @@
 # `run`'s PROGRAM the words are the program's, completed as a command line
 # of their own where bash-completion is loaded.
 
-# _p2pshim_help EXE [COMMAND]: the help text, cached per command line.
+# _p2pshim_help EXE [COMMAND]: the launcher's (or the command's) help.
 _p2pshim_help() {
     "$1" ${2:+"$2"} --help 2>/dev/null
 }
 
-# The options a help text lists (from stdin), one per line.
-_p2pshim_options_in() {
-    grep -oE '(^|[][[:space:],(`|])--?[A-Za-z][A-Za-z0-9-]*' |
-        sed 's/^[^-]*//' | sort -u
+# The option lines of a help text (stdin), each cut to its lead: the part
+# before the explanation ("-o, --output FILE", "--format text").
+_p2pshim_leads() {
+    awk '/^[ \t]+-/ { sub(/^[ \t]+/, ""); n = split($0, part, /  +/); print part[1] }'
 }
 
-# The options of a help text that take a value ("--log FILE", "-o FILE").
+# The options a help text lists, one per line.
+_p2pshim_options_in() {
+    _p2pshim_leads | grep -oE -- '(^|[ ,])--?[A-Za-z][A-Za-z0-9-]*' | sed 's/^[ ,]*//' |
+        sort -u
+}
+
+# The options of a help text that take a value: a lead with a word that
+# is not an option ("--log FILE", "--format text", "--set NAME=VALUE").
 _p2pshim_valued_in() {
-    grep -oE -- '(^|[][[:space:],(])--?[A-Za-z][A-Za-z0-9-]*[ =][A-Z][A-Z_]*' |
-        sed -e 's/^[^-]*//' -e 's/[ =].*//' | sort -u
+    _p2pshim_leads | awk '{
+        valued = 0
+        for (i = 1; i <= NF; i++) { w = $i; sub(/,$/, "", w); if (w !~ /^-/ || w ~ /=/) valued = 1 }
+        if (valued) for (i = 1; i <= NF; i++) {
+            w = $i; sub(/,$/, "", w); sub(/=.*/, "", w); if (w ~ /^-/) print w }
+    }' | sort -u
+}
+
+# _p2pshim_choices OPTION: the literal values a help text (stdin) gives
+# OPTION, from "OPTION a|b|c" or from leads "OPTION a", "OPTION b".
+_p2pshim_choices() {
+    grep -oE -- "(^|[][ ,])$1[ =][a-z][a-z|-]*( |\$|\\])" |
+        sed -e "s/^.*$1[ =]//" -e 's/[] ]*$//' | tr '|' '\n' | sort -u
 }
 
 _p2pshim() {
@@ -40,7 +58,7 @@ _p2pshim() {
             # The top-level options: those of the usage lines "p2pshim --help | ...".
             COMPREPLY=($(compgen -W "$(_p2pshim_help "$exe" |
                 grep -E '^[[:space:]]*(usage:[[:space:]]*)?p2pshim -' |
-                _p2pshim_options_in)" -- "$cur"))
+                grep -oE -- '--?[A-Za-z][A-Za-z0-9-]*' | sort -u)" -- "$cur"))
         else
             local cmds
             cmds=$(_p2pshim_help "$exe" | sed -n 's/^  \([a-z][a-z-]*\)\( .*\)\{0,1\}$/\1/p')
@@ -87,13 +105,13 @@ _p2pshim() {
     fi
 
     if [[ $valued == *" $prev "* ]]; then
-        local values=""
-        case $prev in
-        --mode) values="upgrade observe off" ;;
-        --format) # "--format text|trace|html" in the help
-            values=$(printf '%s\n' "$help" | grep -oE -- '--format [a-z|]+' | head -n 1 |
-                sed -e 's/^--format //' -e 's/|/ /g') ;;
-        esac
+        local values
+        # From the leads and the usage lines, not from prose.
+        values=$({ printf '%s\n' "$help" | _p2pshim_leads
+                   printf '%s\n' "$help" | grep -E '^[[:space:]]*(usage:)?[[:space:]]*p2pshim '
+                 } | _p2pshim_choices "$prev")
+        # run's --mode names its values in prose.
+        [[ -z $values && $cmd == run && $prev == --mode ]] && values="upgrade observe off"
         if [[ -n $values ]]; then
             COMPREPLY=($(compgen -W "$values" -- "$cur"))
         elif [[ $prev != --set ]]; then
