@@ -63,6 +63,8 @@ endif()
 set(CPACK_RPM_FILE_NAME RPM-DEFAULT)
 set(CPACK_RPM_PACKAGE_LICENSE "Apache-2.0")
 set(CPACK_RPM_PACKAGE_GROUP "Development/Tools")
+# No /usr/lib/.build-id links: the package holds what it installs, no more.
+set(CPACK_RPM_SPEC_MORE_DEFINE "%define _build_id_links none")
 # Folders the system's own packages own.
 set(CPACK_RPM_EXCLUDE_FROM_AUTO_FILELIST_ADDITION
     /usr/share/bash-completion /usr/share/bash-completion/completions

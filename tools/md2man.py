@@ -8,7 +8,8 @@ man(7) macros). Standard library only; it knows the Markdown those docs use:
   ``` fenced code ```         verbatim, indented (.nf/.fi)
   - item / 1. item            .IP, nested lists indented with .RS/.RE
   | a | b | tables            one tagged paragraph (.TP) per row: the first
-                              cell is the tag, the others its text
+                              cell is the tag, the others its text (the
+                              header row is dropped)
   `code` **bold** *italic*    \\fB \\fB \\fI;  [text](url) is text (url)
 
 Usage: md2man.py [--version V] [--date D] INPUT.md [-o OUTPUT]
