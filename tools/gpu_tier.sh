@@ -7,7 +7,8 @@
 #                     [--harm-args "..."]
 #
 # 1. prints the GPU topology (nvidia-smi topo -m);
-# 2. configures and builds (cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release,
+# 2. configures and builds (cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release
+#    -DP2PSHIM_WERROR=ON,
 #    16 jobs); uthash comes from .deps/include, carried with the tree;
 # 3. runs ctest -L gpu --output-on-failure (-R REGEX with --tests, -E with
 #    --exclude);
@@ -65,7 +66,7 @@ if [ "$do_build" = 1 ]; then
     echo "== configure and build ($BUILD)"
     [ -f .deps/include/uthash.h ] ||
         echo "note: .deps/include/uthash.h missing; configure finds uthash only if installed"
-    if { cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release &&
+    if { cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DP2PSHIM_WERROR=ON &&
          cmake --build "$BUILD" -j16; } >"$LOGS/build.log" 2>&1; then
         build_state=ok
         echo "build ok (log: $LOGS/build.log)"

@@ -7,6 +7,7 @@
 #   LT_STANDIN   folder of the stand-in libcuda.so.1
 #   LT_DEMO      p2pdemo                     LT_BUILD   the build folder
 #   LT_CMAKE     cmake                       LT_VERSION the project version
+#   LT_LIBDIR    the install libdir (GNUInstallDirs), relative to the prefix
 # LD_PRELOAD is put on the commands run, never on this shell.
 set -u
 L=$LT_LAUNCHER
@@ -137,19 +138,19 @@ case_no_library() {
     launch "P2PSHIM_LIBRARY=$dir/none/libp2pshim.so" -- run "$P" env
     expect_rc "P2PSHIM_LIBRARY missing" 3
     expect_err "P2PSHIM_LIBRARY missing" "^p2pshim: P2PSHIM_LIBRARY=.*: No such file"
-    # A launcher with no library beside it, in ../lib or ../../interpose.
+    # A launcher with no library beside it, in ../$LT_LIBDIR or ../../interpose.
     mkdir -p "$dir/a/b/bin"
     cp "$L" "$dir/a/b/bin/p2pshim"
     L=$dir/a/b/bin/p2pshim launch -- run "$P" env
     expect_rc "no library" 3; expect_err "no library" "libp2pshim.so not found"
-    # An installed layout: bin/p2pshim finds lib/libp2pshim.so, also
+    # An installed layout: bin/p2pshim finds $LT_LIBDIR/libp2pshim.so, also
     # through a symlink to it.
-    mkdir -p "$dir/a/b/lib" "$dir/links"
-    cp "$LT_SHIM" "$dir/a/b/lib/libp2pshim.so"
+    mkdir -p "$dir/a/b/$LT_LIBDIR" "$dir/links"
+    cp "$LT_SHIM" "$dir/a/b/$LT_LIBDIR/libp2pshim.so"
     ln -s "$dir/a/b/bin/p2pshim" "$dir/links/p2pshim"
     L=$dir/links/p2pshim launch -- run "$P" env
     expect_rc "prefix layout" 0
-    expect_out "prefix layout" "LD_PRELOAD=$(with_san "$dir/a/b/lib/libp2pshim.so")"
+    expect_out "prefix layout" "LD_PRELOAD=$(with_san "$dir/a/b/$LT_LIBDIR/libp2pshim.so")"
 }
 
 case_signals() {
@@ -265,14 +266,45 @@ case_report() {
 case_install() {
     "$LT_CMAKE" --install "$LT_BUILD" --prefix "$dir/prefix" >"$dir/install.log" 2>&1 ||
         { bad "cmake --install"; cat "$dir/install.log"; return; }
-    for f in bin/p2pshim lib/libp2pshim.so share/doc/p2pshim/README.md \
-        share/doc/p2pshim/LAUNCHER.md; do
+    for f in bin/p2pshim "$LT_LIBDIR/libp2pshim.so" share/doc/p2pshim/README.md \
+        share/doc/p2pshim/LAUNCHER.md share/doc/p2pshim/LICENSE; do
         [ -e "$dir/prefix/$f" ] || bad "install: no $f"
     done
     L=$dir/prefix/bin/p2pshim launch -- run "$P" env
     expect_rc "installed run" 0
-    expect_out "installed run" "LD_PRELOAD=$(with_san "$dir/prefix/lib/libp2pshim.so")"
+    expect_out "installed run" "LD_PRELOAD=$(with_san "$dir/prefix/$LT_LIBDIR/libp2pshim.so")"
     expect_out "installed run" "mapped libp2pshim.so"
+}
+
+case_print_library() {
+    # The library run would preload: $P2PSHIM_LIBRARY, the build tree's,
+    # an installed prefix's (also through a symlink); its real path.
+    launch "P2PSHIM_LIBRARY=$LT_SHIM" -- --print-library; expect_rc "from P2PSHIM_LIBRARY" 0
+    [ "$(cat "$dir/out")" = "$shim" ] || bad "from P2PSHIM_LIBRARY: '$(cat "$dir/out")'"
+    [ -s "$dir/err" ] && bad "from P2PSHIM_LIBRARY: stderr: $(cat "$dir/err")"
+    launch -- --print-library; expect_rc "build tree" 0
+    [ "$(cat "$dir/out")" = "$shim" ] || bad "build tree: '$(cat "$dir/out")'"
+    mkdir -p "$dir/p/bin" "$dir/p/$LT_LIBDIR" "$dir/links"
+    cp "$L" "$dir/p/bin/p2pshim"
+    cp "$LT_SHIM" "$dir/p/$LT_LIBDIR/libp2pshim.so"
+    ln -s "$dir/p/bin/p2pshim" "$dir/links/p2pshim"
+    L=$dir/links/p2pshim launch -- --print-library; expect_rc "prefix" 0
+    lib=$(realpath "$dir/p/$LT_LIBDIR/libp2pshim.so")
+    [ "$(cat "$dir/out")" = "$lib" ] || bad "prefix: '$(cat "$dir/out")', expected $lib"
+    # What it prints is what run preloads, and works as LD_PRELOAD by hand.
+    L=$dir/links/p2pshim launch -- run "$P" env
+    expect_out "prefix run" "LD_PRELOAD=$(with_san "$lib")"
+    env LD_PRELOAD="$(with_san "$lib")" "$P" env >"$dir/out" 2>"$dir/err"
+    expect_out "by hand" "mapped libp2pshim.so"
+    # None: nothing on stdout (a script's LD_PRELOAD=$(...) stays empty),
+    # one line saying where it looked, status 3 as for run.
+    rm "$dir/p/$LT_LIBDIR/libp2pshim.so"
+    L=$dir/p/bin/p2pshim launch -- --print-library; expect_rc "none" 3
+    [ -s "$dir/out" ] && bad "none: stdout: $(cat "$dir/out")"
+    expect_err "none" "^p2pshim: libp2pshim.so not found \(looked at .*$LT_LIBDIR/libp2pshim.so"
+    launch "P2PSHIM_LIBRARY=$dir/nope.so" -- --print-library; expect_rc "missing" 3
+    expect_err "missing" "^p2pshim: P2PSHIM_LIBRARY=.*nope.so: No such file"
+    launch -- --print-library extra; expect_rc "argument" 2
 }
 
 case_$1

@@ -32,6 +32,10 @@ int launcher_option_value(int argc, char **argv, int *i, const char *name,
 /* Subcommands: argv[0] is the subcommand's name; the return value is the
  * process's exit status. */
 int run_main(int argc, char **argv);
+/* p2pshim --print-library: prints the path of the library run would
+ * preload (the same search, the same message and exit status 3 when there
+ * is none). */
+int run_print_library(void);
 int topo_main(int argc, char **argv);
 
 #endif

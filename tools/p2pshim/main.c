@@ -13,7 +13,7 @@
 
 static const char usage_text[] =
     "usage: p2pshim COMMAND [ARGS...]\n"
-    "       p2pshim --help | --version\n"
+    "       p2pshim --help | --version | --print-library\n"
     "\n"
     "Runs unmodified CUDA programs with libp2pshim.so in front of them, so that\n"
     "their cross-GPU copies ride the peer link (NVLink), and profiles them.\n"
@@ -28,7 +28,8 @@ static const char usage_text[] =
     "                 render a run log (docs/LOG_FORMAT.md) as a report\n"
     "  help [COMMAND] this text, or a command's help\n"
     "\n"
-    "`p2pshim COMMAND --help` tells more.\n"
+    "`p2pshim COMMAND --help` tells more. --print-library prints the path of the\n"
+    "libp2pshim.so that run preloads (for LD_PRELOAD=$(p2pshim --print-library)).\n"
     "\n"
     "exit status: run passes the program's own through (128+N if signal N\n"
     "killed it); otherwise 0 success, 1 failure, 2 usage error, 3 libp2pshim.so\n"
@@ -101,6 +102,13 @@ int main(int argc, char **argv)
     if (strcmp(first, "--version") == 0 || strcmp(first, "-V") == 0) {
         printf("p2pshim %s\n", P2PSHIM_VERSION);
         return 0;
+    }
+    if (strcmp(first, "--print-library") == 0) {
+        if (argc > 2) {
+            launcher_error("--print-library takes no argument");
+            return LAUNCHER_EXIT_USAGE;
+        }
+        return run_print_library();
     }
     if (strcmp(first, "help") == 0) {
         if (argc < 3) {

@@ -42,7 +42,8 @@ static const char run_usage[] =
     "  -h, --help          this text\n"
     "\n"
     "The library is $P2PSHIM_LIBRARY if set, else libp2pshim.so beside the\n"
-    "launcher, in ../lib from it, or in the build tree's interpose/.\n"
+    "launcher, in " P2PSHIM_LIBDIR_FROM_BINDIR " from it, or in the build tree's\n"
+    "interpose/; `p2pshim --print-library` prints which.\n"
     "\n"
     "exit status: the program's own (128+N if signal N killed it); 2 usage\n"
     "error, 3 libp2pshim.so not found, 4 report failed (when the program itself\n"
@@ -336,6 +337,15 @@ static int run_with(struct run_env *o, const char *report)
     if (tmpdir[0])
         remove_dir(tmpdir);
     return status;
+}
+
+int run_print_library(void)
+{
+    char lib[PATH_MAX];
+    if (!run_env_find_library(lib, sizeof lib))
+        return LAUNCHER_EXIT_NO_LIBRARY;
+    printf("%s\n", lib);
+    return 0;
 }
 
 int run_main(int argc, char **argv)

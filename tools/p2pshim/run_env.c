@@ -12,6 +12,10 @@
 #include "run_env.h"
 
 #define SHIM_FILE "libp2pshim.so"
+/* The install libdir relative to the bindir (GNUInstallDirs), from the build. */
+#ifndef P2PSHIM_LIBDIR_FROM_BINDIR
+#error "P2PSHIM_LIBDIR_FROM_BINDIR must be defined by the build"
+#endif
 
 /* What --set may name: the shim's variables (interpose/config.h's one
  * list) and P2PSHIM_TOPO_FILE, which the report reads. */
@@ -236,7 +240,8 @@ bool run_env_find_library(char *out, size_t len)
     *strrchr(self, '/') = '\0'; /* the launcher's folder; the path is absolute */
     char tried[4 * PATH_MAX] = "";
     if (try_candidate(self, SHIM_FILE, out, len, tried, sizeof tried) ||
-        try_candidate(self, "../lib/" SHIM_FILE, out, len, tried, sizeof tried) ||
+        try_candidate(self, P2PSHIM_LIBDIR_FROM_BINDIR "/" SHIM_FILE, out, len, tried,
+                      sizeof tried) ||
         try_candidate(self, "../../interpose/" SHIM_FILE, out, len, tried, sizeof tried))
         return true;
     launcher_error("%s not found (looked at %s); set P2PSHIM_LIBRARY to its path",

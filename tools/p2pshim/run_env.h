@@ -51,8 +51,9 @@ bool run_env_export(const struct run_env *e);
 bool run_env_build_preload(struct run_env *e, const char *lib, const char *existing);
 
 /* Finds libp2pshim.so, writing its real path to out: $P2PSHIM_LIBRARY
- * (which must then exist), else beside the launcher, else ../lib from it
- * (an installed prefix), else ../../interpose from it (the build tree);
+ * (which must then exist), else beside the launcher, else the install
+ * libdir relative to it (P2PSHIM_LIBDIR_FROM_BINDIR, e.g. ../lib: an
+ * installed prefix), else ../../interpose from it (the build tree);
  * "the launcher" is its real path (/proc/self/exe), so a symlink to it
  * from elsewhere still finds its library. Returns false, with a message
  * naming the places tried, when none has it. */

@@ -1,0 +1,263 @@
+#!/bin/sh
+# package_test.sh CASE: what users install (CPU tier). One case per CTest
+# test; see CMakeLists.txt here for the cases and the variables:
+#   PT_SRC      the source tree          PT_BUILD    the build folder
+#   PT_LAUNCHER the built p2pshim        PT_DEMO     p2pdemo (a CUDA program)
+#   PT_STANDIN  folder of the stand-in libcuda.so.1
+#   PT_CMAKE, PT_CPACK, PT_PYTHON, PT_GENERATOR     the tools of the build
+#   PT_VERSION  the project version      PT_LIBDIR   the install libdir
+#   PT_MAN      the man page the build made
+# Exit 0 passed, 1 failed, 77 skipped (a tool the case needs is missing;
+# the message says which).
+set -u
+dir=$(mktemp -d "${TMPDIR:-/tmp}/pt.XXXXXX") || exit 1
+trap 'rm -rf "$dir"' EXIT
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+skip() { echo "SKIP: $*"; exit 77; }
+
+# run_demo LAUNCHER WHAT: `LAUNCHER run` puts the shim in front of a CUDA
+# program on the stand-in driver: every copy goes peer to peer, the bytes
+# are right, and the shim's exit summary is printed.
+run_demo() {
+    env LD_LIBRARY_PATH="$PT_STANDIN" "$1" run --set LOG=info -- "$PT_DEMO" 4 3 \
+        >"$dir/demo.out" 2>"$dir/demo.err"
+    rc=$?
+    [ "$rc" -eq 0 ] || bad "$2: run exited $rc"
+    grep -q "bytes verified" "$dir/demo.out" || bad "$2: bytes not verified"
+    grep -q "4 copies went peer-to-peer, 0 were staged" "$dir/demo.out" ||
+        bad "$2: the shim did not upgrade the copies"
+    grep -q "summary total copies=4 upgraded=4" "$dir/demo.err" ||
+        bad "$2: no exit summary of the shim"
+    [ "$fail" -eq 0 ] || cat "$dir/demo.out" "$dir/demo.err"
+}
+
+# expect_library LAUNCHER ROOT WHAT: --print-library names the library
+# installed under ROOT.
+expect_library() {
+    want=$(realpath "$2/$PT_LIBDIR/libp2pshim.so" 2>/dev/null)
+    got=$("$1" --print-library 2>"$dir/pl.err")
+    [ -n "$want" ] && [ "$got" = "$want" ] ||
+        bad "$3: --print-library gave '$got' ($(cat "$dir/pl.err")), expected $2/$PT_LIBDIR/libp2pshim.so"
+}
+
+# The files a package must hold, relative to its /usr.
+package_files() {
+    echo bin/p2pshim "$PT_LIBDIR/libp2pshim.so" share/doc/p2pshim/README.md \
+        share/doc/p2pshim/LICENSE share/doc/p2pshim/LAUNCHER.md share/man/man1/p2pshim.1 \
+        share/bash-completion/completions/p2pshim
+}
+
+# check_listing FILE WHAT: FILE lists a package's paths as /usr/...
+check_listing() {
+    for f in $(package_files); do
+        grep -qx "/usr/$f" "$1" || bad "$2: no /usr/$f"
+    done
+    # One program and one library: no demo, benchmark or test programs.
+    others=$(grep -E "^/usr/(bin|$PT_LIBDIR)/[^/]+$" "$1" |
+        grep -vxE "/usr/bin/p2pshim|/usr/$PT_LIBDIR/libp2pshim.so")
+    [ -z "$others" ] || bad "$2: holds other programs: $others"
+    [ "$fail" -eq 0 ] || cat "$1"
+}
+
+# cpack GENERATOR: the package file, in $dir/pkg.
+make_package() {
+    "$PT_CPACK" -G "$1" -B "$dir/pkg" --config "$PT_BUILD/CPackConfig.cmake" \
+        >"$dir/cpack.log" 2>&1 || { cat "$dir/cpack.log"; return 1; }
+}
+
+case_deb() {
+    command -v dpkg-deb >/dev/null 2>&1 || skip "dpkg-deb not found"
+    make_package DEB || { bad "cpack -G DEB failed"; return; }
+    deb=$(ls "$dir"/pkg/*.deb)
+    [ "$(echo "$deb" | wc -l)" -eq 1 ] || { bad "not one .deb: $deb"; return; }
+    dpkg-deb -c "$deb" | awk '{ print $NF }' | sed 's|^\./|/|' >"$dir/list"
+    check_listing "$dir/list" ".deb"
+    [ "$(dpkg-deb -f "$deb" Package)" = p2pshim ] || bad ".deb: Package field"
+    [ "$(dpkg-deb -f "$deb" Version)" = "$PT_VERSION" ] || bad ".deb: Version field"
+    arch=$(dpkg --print-architecture)
+    [ "$(dpkg-deb -f "$deb" Architecture)" = "$arch" ] || bad ".deb: Architecture field"
+    dpkg-deb -f "$deb" Depends | grep -q libc6 || bad ".deb: Depends lacks libc6"
+
+    # Installed by dpkg into a clean root with its own database. The
+    # maintainer scripts (ldconfig) run outside a chroot, with PATH's
+    # ldconfig a stand-in that records the call.
+    root=$dir/root
+    mkdir -p "$root/var/lib/dpkg/info" "$root/var/lib/dpkg/updates" "$dir/stub"
+    : >"$root/var/lib/dpkg/status"
+    printf '#!/bin/sh\necho "ldconfig $*" >>"%s/ldconfig.calls"\n' "$dir" >"$dir/stub/ldconfig"
+    chmod +x "$dir/stub/ldconfig"
+    dpkg_root() {
+        PATH="$dir/stub:$PATH" dpkg --root="$root" --force-not-root --force-script-chrootless \
+            --force-depends --log=/dev/null "$@"
+    }
+    dpkg_root -i "$deb" >"$dir/dpkg.log" 2>&1 || { bad "dpkg -i"; cat "$dir/dpkg.log"; return; }
+    dpkg_root -s p2pshim | grep -q "^Status: install ok installed" || bad "dpkg: not installed"
+    [ -s "$dir/ldconfig.calls" ] || bad "dpkg: the postinst did not run"
+    expect_library "$root/usr/bin/p2pshim" "$root/usr" ".deb"
+    run_demo "$root/usr/bin/p2pshim" ".deb"
+    cmp -s "$root/usr/share/man/man1/p2pshim.1" "$PT_MAN" || bad ".deb: not the built man page"
+    if command -v bash >/dev/null 2>&1; then
+        bash -c ". '$root/usr/share/bash-completion/completions/p2pshim' && complete -p p2pshim" \
+            2>&1 | grep -q -- "-F _p2pshim" || bad ".deb: the completion does not load"
+    fi
+    dpkg_root -r p2pshim >"$dir/dpkg.log" 2>&1 || { bad "dpkg -r"; cat "$dir/dpkg.log"; }
+    for f in $(package_files); do
+        [ -e "$root/usr/$f" ] && bad "dpkg -r left /usr/$f"
+    done
+}
+
+case_rpm() {
+    command -v rpmbuild >/dev/null 2>&1 ||
+        skip "rpmbuild not found: cpack makes no .rpm here (tools/setup.sh --tests installs rpm)"
+    grep -q 'CPACK_GENERATOR "DEB;RPM"' "$PT_BUILD/CPackConfig.cmake" ||
+        bad "rpmbuild is here but the configuration has no RPM generator"
+    make_package RPM || { bad "cpack -G RPM failed"; return; }
+    rpm=$(ls "$dir"/pkg/*.rpm)
+    [ "$(echo "$rpm" | wc -l)" -eq 1 ] || { bad "not one .rpm: $rpm"; return; }
+    rpm -qlp "$rpm" >"$dir/list" 2>/dev/null || bad "rpm -qlp"
+    check_listing "$dir/list" ".rpm"
+    [ "$(rpm -qp --queryformat '%{NAME} %{VERSION} %{LICENSE}' "$rpm" 2>/dev/null)" = \
+        "p2pshim $PT_VERSION Apache-2.0" ] || bad ".rpm: name, version or licence"
+    # Installed by rpm into a clean root with its own database (its
+    # scriptlets would need a chroot).
+    root=$dir/root
+    mkdir -p "$root"
+    rpm --root "$root" --initdb && rpm --root "$root" -i --nodeps --noscripts "$rpm" \
+        >"$dir/rpm.log" 2>&1 || { bad "rpm -i"; cat "$dir/rpm.log"; return; }
+    rpm --root "$root" -q p2pshim >/dev/null || bad "rpm: not installed"
+    expect_library "$root/usr/bin/p2pshim" "$root/usr" ".rpm"
+    run_demo "$root/usr/bin/p2pshim" ".rpm"
+}
+
+case_wheel() {
+    [ -n "$PT_PYTHON" ] || skip "no python3"
+    if ! "$PT_PYTHON" -m venv "$dir/venv" >"$dir/venv.log" 2>&1; then
+        [ "${CI:-}" = true ] && { bad "python3 -m venv failed"; cat "$dir/venv.log"; return; }
+        skip "python3 -m venv failed (Debian: python3-venv): $(tail -n 1 "$dir/venv.log")"
+    fi
+    pip=$dir/venv/bin/pip
+    # An index must be reachable (the build needs scikit-build-core); in CI
+    # it must be.
+    if ! PIP_DEFAULT_TIMEOUT=20 PIP_RETRIES=1 "$pip" download -q --no-deps -d "$dir/probe" \
+        scikit-build-core >"$dir/probe.log" 2>&1; then
+        [ "${CI:-}" = true ] && { bad "pip cannot reach a package index"; cat "$dir/probe.log"; return; }
+        skip "pip cannot reach a package index: $(tail -n 1 "$dir/probe.log")"
+    fi
+    CMAKE_BUILD_PARALLEL_LEVEL=2 "$pip" install -q "$PT_SRC" >"$dir/pip.log" 2>&1 ||
+        { bad "pip install"; tail -n 40 "$dir/pip.log"; return; }
+    site=$("$dir/venv/bin/python" -c 'import p2pshim, os; print(os.path.dirname(p2pshim.__file__))')
+    case $site in "$dir"/venv/*) ;; *) bad "wheel: the package is not in the venv: $site" ;; esac
+    [ -x "$dir/venv/bin/p2pshim" ] || { bad "wheel: no bin/p2pshim in the venv"; return; }
+    [ -f "$site/lib/libp2pshim.so" ] || bad "wheel: no libp2pshim.so in the package"
+    # `p2pshim` by name, from PATH, as a user types it.
+    PATH="$dir/venv/bin:$PATH"
+    [ "$(p2pshim --version)" = "p2pshim $PT_VERSION" ] || bad "wheel: --version: $(p2pshim --version)"
+    expect_library p2pshim "$site" "wheel"
+    run_demo p2pshim "wheel"
+    # Its exit status is the launcher's, and `python -m p2pshim` works too.
+    p2pshim run -- sh -c 'exit 7' >/dev/null 2>&1
+    [ $? -eq 7 ] || bad "wheel: the program's exit status is not passed through"
+    [ "$("$dir/venv/bin/python" -m p2pshim --print-library)" = "$(realpath "$site/lib/libp2pshim.so")" ] ||
+        bad "wheel: python -m p2pshim --print-library"
+}
+
+case_configure() {
+    # BUILD_TESTING=OFF configures no test; warnings fail the build only
+    # with P2PSHIM_WERROR; a libdir of one's own is where the installed
+    # launcher looks.
+    b=$dir/b
+    "$PT_CMAKE" -S "$PT_SRC" -B "$b" -G "$PT_GENERATOR" -DBUILD_TESTING=OFF \
+        -DP2PSHIM_BUILD_GPU=OFF -DCMAKE_INSTALL_LIBDIR=lib/elsewhere >"$dir/cfg.log" 2>&1 ||
+        { bad "configure with BUILD_TESTING=OFF"; cat "$dir/cfg.log"; return; }
+    [ -e "$b/tests" ] && bad "BUILD_TESTING=OFF: tests/ was configured"
+    (cd "$b" && ctest -N) | grep -q "^Total Tests: 0$" || bad "BUILD_TESTING=OFF: tests listed"
+    werror() { grep -rl -- '-Werror' "$b" --include=flags.make --include=build.ninja; }
+    [ -n "$(werror)" ] && bad "-Werror without P2PSHIM_WERROR: $(werror)"
+    "$PT_CMAKE" --build "$b" -j 2 --target p2pshim_launcher >"$dir/build.log" 2>&1 ||
+        { bad "build"; tail -n 30 "$dir/build.log"; return; }
+    "$PT_CMAKE" --install "$b" --component runtime --prefix "$dir/prefix" >/dev/null ||
+        bad "install --component runtime"
+    (cd "$dir/prefix" && find . -type f | sort) >"$dir/files"
+    printf './bin/p2pshim\n./lib/elsewhere/libp2pshim.so\n' | cmp -s - "$dir/files" ||
+        bad "runtime component: $(cat "$dir/files")"
+    PT_LIBDIR=lib/elsewhere expect_library "$dir/prefix/bin/p2pshim" "$dir/prefix" "own libdir"
+    "$PT_CMAKE" -S "$PT_SRC" -B "$b" -DP2PSHIM_WERROR=ON >"$dir/cfg.log" 2>&1 || bad "reconfigure"
+    [ -n "$(werror)" ] || bad "P2PSHIM_WERROR=ON: no -Werror in the compile flags"
+}
+
+case_man() {
+    [ -n "$PT_PYTHON" ] || skip "no python3: the man page is not built"
+    "$PT_PYTHON" "$PT_SRC/tests/package/test_md2man.py" >"$dir/unit.log" 2>&1 ||
+        { bad "md2man unit tests"; cat "$dir/unit.log"; }
+    [ -s "$PT_MAN" ] || { bad "no man page at $PT_MAN"; return; }
+    command -v groff >/dev/null 2>&1 || { echo "groff not found: the page is not rendered"; return; }
+    groff -man -Tutf8 -ww -z "$PT_MAN" >"$dir/warn" 2>&1
+    [ -s "$dir/warn" ] && bad "groff warnings: $(cat "$dir/warn")"
+    groff -man -Tascii -P-cbou -rLL=100n "$PT_MAN" 2>/dev/null >"$dir/page"
+    grep -q "^NAME" "$dir/page" && grep -qE "^ +p2pshim - " "$dir/page" || bad "man: no NAME line"
+    # Every heading of the source, and options in plain ASCII hyphens.
+    sed -n 's/^## //p' "$PT_SRC/docs/LAUNCHER.md" | tr '[:lower:]' '[:upper:]' |
+        while IFS= read -r h; do
+            grep -qxF "$h" "$dir/page" || echo "$h"
+        done >"$dir/missing"
+    [ -s "$dir/missing" ] && bad "man: headings missing: $(cat "$dir/missing")"
+    grep -q -- "--print-library" "$dir/page" || bad "man: --print-library not in ASCII"
+    [ "$fail" -eq 0 ] || head -n 40 "$dir/page"
+}
+
+case_completion() {
+    command -v bash >/dev/null 2>&1 || skip "bash not found"
+    # complete WORDS...: what TAB offers for the last word.
+    cat >"$dir/c.sh" <<'EOF'
+. "$PT_SRC/tools/completion/p2pshim.bash"
+complete_words() { COMP_WORDS=("$PT_LAUNCHER" "$@"); COMP_CWORD=$#; _p2pshim
+    [ ${#COMPREPLY[@]} -eq 0 ] || printf '%s\n' "${COMPREPLY[@]}" | sort | tr '\n' ' '; }
+cd "$1"
+echo "cmds: $(complete_words '')"
+echo "r: $(complete_words r)"
+echo "top: $(complete_words --)"
+echo "run: $(complete_words run --)"
+echo "mode: $(complete_words run --mode '')"
+echo "format: $(complete_words report --format '')"
+echo "topo: $(complete_words topo --)"
+echo "report-file: $(complete_words run --report rep)"
+echo "after-value: $(complete_words run --log x.jsonl --ob)"
+echo "program-args: $(complete_words run --set LOG=info ./prog --ob)"
+echo "after-dashdash: $(complete_words run --observe -- --ob)"
+echo "help: $(complete_words help t)"
+EOF
+    mkdir -p "$dir/cwd" && : >"$dir/cwd/report.html" && : >"$dir/cwd/other"
+    PT_SRC=$PT_SRC PT_LAUNCHER=$PT_LAUNCHER bash "$dir/c.sh" "$dir/cwd" >"$dir/got" 2>&1
+    cat >"$dir/want" <<'EOF'
+cmds: help report run topo 
+r: report run 
+top: --help --print-library --version 
+run: --help --log --mode --observe --report --set 
+mode: observe off upgrade 
+format: html text trace 
+topo: --help --json --measure --output 
+report-file: report.html 
+after-value: --observe 
+program-args: 
+after-dashdash: 
+help: topo 
+EOF
+    # Options a later version adds are fine: each wanted word must be offered
+    # and nothing else where the list is closed (values, program words).
+    while IFS= read -r line; do
+        key=${line%%:*}
+        got=$(grep "^$key: " "$dir/got")
+        for w in ${line#*:}; do
+            case " ${got#*:} " in *" $w "*) ;; *) bad "completion $key: '$w' not offered: $got" ;; esac
+        done
+        case $key in mode | report-file | program-args | after-dashdash | help | r)
+            [ "$got" = "$line" ] || bad "completion $key: got '$got', want '$line'" ;;
+        esac
+    done <"$dir/want"
+    [ "$fail" -eq 0 ] || cat "$dir/got"
+}
+
+case_$1
+[ "$fail" -eq 0 ] && echo "package $1: passed"
+exit "$fail"
