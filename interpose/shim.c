@@ -131,12 +131,24 @@ struct handlers {
     void (*prepare)(void), (*parent)(void), (*child)(void), (*exit)(void);
 };
 
-#define LATE_HANDLERS(row)                                                                \
-    static void late_prepare_##row(void) { run_late(row, FORK_PREPARE); }                 \
-    static void late_parent_##row(void) { run_late(row, FORK_PARENT); }                   \
-    static void late_child_##row(void) { run_late(row, FORK_CHILD); }                     \
-    static void late_exit_##row(void) { run_late(row, AT_EXIT); }
-#define LATE_ENTRY(row) \
+#define LATE_HANDLERS(row)                                                                         \
+    static void late_prepare_##row(void)                                                           \
+    {                                                                                              \
+        run_late(row, FORK_PREPARE);                                                               \
+    }                                                                                              \
+    static void late_parent_##row(void)                                                            \
+    {                                                                                              \
+        run_late(row, FORK_PARENT);                                                                \
+    }                                                                                              \
+    static void late_child_##row(void)                                                             \
+    {                                                                                              \
+        run_late(row, FORK_CHILD);                                                                 \
+    }                                                                                              \
+    static void late_exit_##row(void)                                                              \
+    {                                                                                              \
+        run_late(row, AT_EXIT);                                                                    \
+    }
+#define LATE_ENTRY(row)                                                                            \
     [row] = {late_prepare_##row, late_parent_##row, late_child_##row, late_exit_##row}
 
 LATE_HANDLERS(SHIM_ROW_BOUNCE)
@@ -147,9 +159,9 @@ LATE_HANDLERS(SHIM_ROW_THREAD_ID)
 LATE_HANDLERS(SHIM_ROW_STATS)
 LATE_HANDLERS(SHIM_ROW_BOUNCE_SUMMARY)
 static const struct handlers late[SHIM_ROW_COUNT] = {
-    LATE_ENTRY(SHIM_ROW_BOUNCE),    LATE_ENTRY(SHIM_ROW_PEER),
-    LATE_ENTRY(SHIM_ROW_OWNERSHIP), LATE_ENTRY(SHIM_ROW_RECORD),
-    LATE_ENTRY(SHIM_ROW_THREAD_ID), LATE_ENTRY(SHIM_ROW_STATS),
+    LATE_ENTRY(SHIM_ROW_BOUNCE),         LATE_ENTRY(SHIM_ROW_PEER),
+    LATE_ENTRY(SHIM_ROW_OWNERSHIP),      LATE_ENTRY(SHIM_ROW_RECORD),
+    LATE_ENTRY(SHIM_ROW_THREAD_ID),      LATE_ENTRY(SHIM_ROW_STATS),
     LATE_ENTRY(SHIM_ROW_BOUNCE_SUMMARY),
 };
 _Static_assert(SHIM_ROW_COUNT == 7, "one LATE_HANDLERS and LATE_ENTRY per row");
