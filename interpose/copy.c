@@ -64,7 +64,8 @@ static bool nvtx_on;
 
 static void nvtx_init(void)
 {
-    pthread_atfork(NULL, NULL, forget_tid);
+    static const struct shim_module row = {.name = "thread-id", .fork_child = forget_tid};
+    shim_register(SHIM_ROW_THREAD_ID, &row);
     nvtx_on = getenv("NVTX_INJECTION64_PATH") != NULL;
     if (nvtx_on)
         nvtx_domain = nvtxDomainCreateA("p2pshim");

@@ -253,6 +253,8 @@ static void start_body(void)
     }
     record_set_cupti_state("on");
     atomic_store(&active, true);
+    static const struct record_source source = {cupti_timestamp, cupti_flush};
+    record_set_source(&source);
     LOG_DEBUG("CUPTI activity collection on");
 }
 

@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "driver.h"
+#include "next_symbol.h"
 
 /* Our exported wrappers, one per hook, declared from the same list so a
  * prototype that disagrees with cuda.h fails to compile. */
@@ -110,7 +111,7 @@ void *hook_real(enum hook_id id)
         return fn;
     /* Next definition after us first (another interposer may chain), then
      * the driver library itself. */
-    fn = driver_real_dlsym()(RTLD_NEXT, hook_table[id].name);
+    fn = next_symbol(hook_table[id].name);
     if (fn == NULL || hook_find_by_wrapper(fn) >= 0)
         fn = driver_symbol(hook_table[id].name);
     if (fn == NULL || hook_find_by_wrapper(fn) >= 0)

@@ -1,31 +1,31 @@
 /* Ownership table: see ownership.h for the contract.
  *
- * Layout. A record (one range) is indexed at level k (granule 2^(12+4k)
+ * Layout. A range is indexed at level k (granule 2^(12+4k)
  * bytes, k = 0..9), the smallest whose granule is at least its size, so it
  * appears in at most two granules of that level (ranges above 2^48 may
  * appear in more). One uthash table maps (level, granule index) to a
- * granule: a small vector of slots {base, last, record}. The first two
+ * granule: a small vector of slots {base, last, range}. The first two
  * slots live inside the granule, so a typical probe reads the granule and
- * nothing else until it hits. level_mask says which levels hold a record;
+ * nothing else until it hits. level_mask says which levels hold a range;
  * a lookup probes only those, one hash find each, the level with the most
- * records first.
+ * ranges first.
  *
  * Before all that, a lookup checks a small per-thread cache of its last
  * answers, tagged with a generation that every change to the table bumps
  * (under the write lock): a copy loop that keeps using the same buffers
  * then costs an atomic load and a few compares, no lock.
  *
- * Bound per granule: a record at level k > 0 is larger than the granule of
+ * Bound per granule: a range at level k > 0 is larger than the granule of
  * level k-1 (1/16 of its own), so at most 17 disjoint ones touch a granule.
  * At level 0 sizes can go down to one byte; CUDA allocations are at least
  * 256-byte aligned, so in practice a 4 KiB granule holds a handful.
  *
- * Failure. ownership_add reserves everything it needs (the record, every
- * granule, one free slot in each) before it removes an overlapping record;
+ * Failure. ownership_add reserves everything it needs (the range, every
+ * granule, one free slot in each) before it removes an overlapping range;
  * a reserved granule is pinned so that those removals cannot free it. If a
  * reservation fails, the pins are dropped, empty granules freed, and the
- * table is as it was. Removal never allocates: the records to remove are
- * chained through the records themselves. */
+ * table is as it was. Removal never allocates: the ranges to remove are
+ * chained through the ranges themselves. */
 #define _GNU_SOURCE /* PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP */
 #include "ownership.h"
 
@@ -60,18 +60,18 @@ _Static_assert(sizeof(uintptr_t) == sizeof(uint64_t), "64-bit addresses");
 #define LEVEL_SHIFT(k) (12u + 4u * (unsigned)(k))
 #define INLINE_SLOTS 2
 
-struct record {
+struct range {
     struct owner_info info;
     uint64_t last;              /* last byte, inclusive: never overflows */
-    struct record *prev, *next; /* every record, for scans by device/ctx */
-    struct record *doomed_next; /* chain of records about to be removed */
+    struct range *prev, *next; /* every range, for scans by device/ctx */
+    struct range *doomed_next; /* chain of ranges about to be removed */
     unsigned level;
     bool doomed;
 };
 
 struct slot {
     uint64_t base, last;
-    struct record *rec;
+    struct range *rec;
 };
 
 /* hh and key fill the first cache line, the slot vector header and the
@@ -100,11 +100,11 @@ static pthread_rwlock_t table_lock =
 static pthread_rwlock_t table_lock = PTHREAD_RWLOCK_INITIALIZER;
 #endif
 static struct granule *granules;        /* uthash head */
-static struct record *records;          /* list of every record */
-static size_t record_count;
-static size_t level_records[LEVELS];
-static unsigned level_mask;             /* bit k: level k holds a record */
-static unsigned level_order[LEVELS];    /* populated levels, most records first */
+static struct range *ranges;          /* list of every range */
+static size_t range_count;
+static size_t level_ranges[LEVELS];
+static unsigned level_mask;             /* bit k: level k holds a range */
+static unsigned level_order[LEVELS];    /* populated levels, most ranges first */
 static unsigned level_used;             /* entries of level_order */
 
 /* Bumped, under the write lock, by every change; 0 marks an empty cache
@@ -267,7 +267,7 @@ static void granules_unpin(unsigned level, uint64_t first, uint64_t last)
     }
 }
 
-static void granule_drop_slot(struct granule *g, const struct record *r)
+static void granule_drop_slot(struct granule *g, const struct range *r)
 {
     for (uint32_t i = 0; i < g->n; i++) {
         if (g->v[i].rec == r) {
@@ -287,7 +287,7 @@ static void granule_drop_slot(struct granule *g, const struct record *r)
     }
 }
 
-/* ---- records (table lock held for writing) ---- */
+/* ---- ranges (table lock held for writing) ---- */
 
 /* After every change: re-rank the levels, invalidate the lookup caches. */
 static void table_changed(void)
@@ -295,7 +295,7 @@ static void table_changed(void)
     unsigned n = 0;
     for (unsigned m = level_mask; m != 0; m &= m - 1) {
         unsigned k = (unsigned)__builtin_ctz(m), j = n++;
-        for (; j > 0 && level_records[level_order[j - 1]] < level_records[k]; j--)
+        for (; j > 0 && level_ranges[level_order[j - 1]] < level_ranges[k]; j--)
             level_order[j] = level_order[j - 1];
         level_order[j] = k;
     }
@@ -303,17 +303,17 @@ static void table_changed(void)
     atomic_fetch_add_explicit(&table_gen, 1, memory_order_release);
 }
 
-static inline uint64_t first_granule(const struct record *r)
+static inline uint64_t first_granule(const struct range *r)
 {
     return r->info.base >> LEVEL_SHIFT(r->level);
 }
 
-static inline uint64_t last_granule(const struct record *r)
+static inline uint64_t last_granule(const struct range *r)
 {
     return r->last >> LEVEL_SHIFT(r->level);
 }
 
-static void record_unlink(struct record *r)
+static void range_unlink(struct range *r)
 {
     for (uint64_t i = first_granule(r); i <= last_granule(r); i++) {
         struct granule *g = granule_find(granule_key(r->level, i));
@@ -323,20 +323,20 @@ static void record_unlink(struct record *r)
     if (r->prev != NULL)
         r->prev->next = r->next;
     else
-        records = r->next;
+        ranges = r->next;
     if (r->next != NULL)
         r->next->prev = r->prev;
-    record_count--;
-    if (--level_records[r->level] == 0)
+    range_count--;
+    if (--level_ranges[r->level] == 0)
         level_mask &= ~(1u << r->level);
 }
 
-static size_t remove_doomed(struct record *doomed)
+static size_t remove_doomed(struct range *doomed)
 {
     size_t n = 0;
     while (doomed != NULL) {
-        struct record *next = doomed->doomed_next;
-        record_unlink(doomed);
+        struct range *next = doomed->doomed_next;
+        range_unlink(doomed);
         free(doomed);
         doomed = next;
         n++;
@@ -346,7 +346,7 @@ static size_t remove_doomed(struct record *doomed)
     return n;
 }
 
-static inline void doom(struct record *r, struct record **chain)
+static inline void doom(struct range *r, struct range **chain)
 {
     if (!r->doomed) {
         r->doomed = true;
@@ -355,19 +355,19 @@ static inline void doom(struct record *r, struct record **chain)
     }
 }
 
-/* Chains every record overlapping [base, last]. Probes the granules the
+/* Chains every range overlapping [base, last]. Probes the granules the
  * range covers at each populated level, unless that would take more probes
- * than scanning every record (a huge range over a small table). */
-static struct record *collect_overlaps(uint64_t base, uint64_t last)
+ * than scanning every range (a huge range over a small table). */
+static struct range *collect_overlaps(uint64_t base, uint64_t last)
 {
-    struct record *chain = NULL;
+    struct range *chain = NULL;
     uint64_t probes = 0;
     for (unsigned m = level_mask; m != 0; m &= m - 1) {
         unsigned s = LEVEL_SHIFT(__builtin_ctz(m));
         probes += (last >> s) - (base >> s) + 1;
     }
-    if (probes > record_count) {
-        for (struct record *r = records; r != NULL; r = r->next)
+    if (probes > range_count) {
+        for (struct range *r = ranges; r != NULL; r = r->next)
             if (r->info.base <= last && r->last >= base)
                 doom(r, &chain);
         return chain;
@@ -387,7 +387,7 @@ static struct record *collect_overlaps(uint64_t base, uint64_t last)
 }
 
 /* The hot path: one hash find per populated level, no allocation. */
-static inline struct record *find_containing(uint64_t addr)
+static inline struct range *find_containing(uint64_t addr)
 {
     for (unsigned i = 0; i < level_used; i++) {
         unsigned k = level_order[i];
@@ -410,7 +410,7 @@ bool ownership_add(const struct owner_info *info)
         return false;
     if (info->size == 0)
         return true;
-    struct record *r = malloc(sizeof *r);
+    struct range *r = malloc(sizeof *r);
     if (r == NULL)
         return false;
     memset(r, 0, sizeof *r);
@@ -435,12 +435,12 @@ bool ownership_add(const struct owner_info *info)
         g->v[g->n++] = (struct slot){r->info.base, r->last, r};
         g->pinned = false;
     }
-    r->next = records;
-    if (records != NULL)
-        records->prev = r;
-    records = r;
-    record_count++;
-    level_records[r->level]++;
+    r->next = ranges;
+    if (ranges != NULL)
+        ranges->prev = r;
+    ranges = r;
+    range_count++;
+    level_ranges[r->level]++;
     level_mask |= 1u << r->level;
     table_changed();
     pthread_rwlock_unlock(&table_lock);
@@ -469,7 +469,7 @@ bool ownership_lookup(uintptr_t addr, struct owner_info *out)
     pthread_rwlock_rdlock(&table_lock);
     /* Writers bump the generation only under the write lock. */
     gen = atomic_load_explicit(&table_gen, memory_order_relaxed);
-    const struct record *r = find_containing(addr);
+    const struct range *r = find_containing(addr);
     struct cache_entry *e = &c->e[c->next++ % CACHE_ENTRIES];
     e->gen = gen;
     e->found = r != NULL;
@@ -489,14 +489,14 @@ bool ownership_lookup(uintptr_t addr, struct owner_info *out)
 bool ownership_remove(uintptr_t base, struct owner_info *removed)
 {
     pthread_rwlock_wrlock(&table_lock);
-    struct record *r = find_containing(base);
+    struct range *r = find_containing(base);
     if (r == NULL || r->info.base != base) {
         pthread_rwlock_unlock(&table_lock);
         return false;
     }
     if (removed != NULL)
         *removed = r->info;
-    record_unlink(r);
+    range_unlink(r);
     table_changed();
     pthread_rwlock_unlock(&table_lock);
     free(r);
@@ -513,12 +513,12 @@ size_t ownership_remove_range(uintptr_t base, size_t size)
     return n;
 }
 
-static size_t remove_matching(bool (*match)(const struct record *, const void *),
+static size_t remove_matching(bool (*match)(const struct range *, const void *),
                               const void *arg)
 {
-    struct record *chain = NULL;
+    struct range *chain = NULL;
     pthread_rwlock_wrlock(&table_lock);
-    for (struct record *r = records; r != NULL; r = r->next)
+    for (struct range *r = ranges; r != NULL; r = r->next)
         if (match(r, arg))
             doom(r, &chain);
     size_t n = remove_doomed(chain);
@@ -526,12 +526,12 @@ static size_t remove_matching(bool (*match)(const struct record *, const void *)
     return n;
 }
 
-static bool match_device(const struct record *r, const void *device)
+static bool match_device(const struct range *r, const void *device)
 {
     return r->info.device == *(const int *)device;
 }
 
-static bool match_ctx(const struct record *r, const void *ctx)
+static bool match_ctx(const struct range *r, const void *ctx)
 {
     return r->info.ctx == ctx;
 }
@@ -549,7 +549,7 @@ size_t ownership_remove_ctx(void *ctx)
 size_t ownership_count(void)
 {
     pthread_rwlock_rdlock(&table_lock);
-    size_t n = record_count;
+    size_t n = range_count;
     pthread_rwlock_unlock(&table_lock);
     return n;
 }
@@ -557,15 +557,15 @@ size_t ownership_count(void)
 void ownership_clear(void)
 {
     pthread_rwlock_wrlock(&table_lock);
-    while (records != NULL) {
-        struct record *next = records->next;
-        free(records);
-        records = next;
+    while (ranges != NULL) {
+        struct range *next = ranges->next;
+        free(ranges);
+        ranges = next;
     }
     while (granules != NULL)
         granule_free(granules);
-    record_count = 0;
-    memset(level_records, 0, sizeof level_records);
+    range_count = 0;
+    memset(level_ranges, 0, sizeof level_ranges);
     level_mask = 0;
     table_changed();
     pthread_rwlock_unlock(&table_lock);

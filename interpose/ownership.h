@@ -39,29 +39,29 @@ struct owner_info {
     bool from_driver;  /* learnt through a pointer query, not an allocation */
 };
 
-/* Records [base, base+size). Any record overlapping it is removed first
+/* Tracks [base, base+size). Any range overlapping it is removed first
  * (its memory must have been freed behind our back). size 0 is ignored.
- * Returns false only when memory for the record could not be had; the
+ * Returns false only when memory for the range could not be had; the
  * table is then unchanged. */
 bool ownership_add(const struct owner_info *info);
 
-/* Finds the record containing addr. Returns false when none does. */
+/* Finds the range containing addr. Returns false when none does. */
 bool ownership_lookup(uintptr_t addr, struct owner_info *out);
 
-/* Removes the record whose base is exactly base; copies it to *removed
+/* Removes the range whose base is exactly base; copies it to *removed
  * when removed is not NULL. Returns false when there is none. */
 bool ownership_remove(uintptr_t base, struct owner_info *removed);
 
-/* Removes every record overlapping [base, base+size). Returns how many. */
+/* Removes every range overlapping [base, base+size). Returns how many. */
 size_t ownership_remove_range(uintptr_t base, size_t size);
 
-/* Removes every record of that device (a context reset). Returns how many. */
+/* Removes every range of that device (a context reset). Returns how many. */
 size_t ownership_remove_device(int device);
 
-/* Removes every record whose ctx is ctx (a context destroyed). */
+/* Removes every range whose ctx is ctx (a context destroyed). */
 size_t ownership_remove_ctx(void *ctx);
 
-/* Number of records; and a full reset of records and handles (tests, and
+/* Number of ranges; and a full reset of ranges and handles (tests, and
  * fork children). In a child, only safe if no other thread of the parent
  * held the table's lock at fork time (take it around fork with
  * pthread_atfork if that can happen). */
@@ -69,7 +69,7 @@ size_t ownership_count(void);
 void ownership_clear(void);
 
 /* Physical allocation handles from cuMemCreate: handle -> device, so a
- * later cuMemMap can record the mapped range. */
+ * later cuMemMap can track the mapped range. */
 bool ownership_handle_add(uint64_t handle, int device);
 bool ownership_handle_lookup(uint64_t handle, int *device);
 bool ownership_handle_remove(uint64_t handle);

@@ -291,7 +291,18 @@ static void write_entry(struct outbuf *o, const struct entry *e)
     }
 }
 
-extern uint64_t cupti_timestamp(void); /* cupti_join.c; 0 when CUPTI is off */
+static _Atomic(const struct record_source *) source;
+
+void record_set_source(const struct record_source *src)
+{
+    atomic_store(&source, src);
+}
+
+static uint64_t source_timestamp(void)
+{
+    const struct record_source *src = atomic_load(&source);
+    return src != NULL ? src->timestamp() : 0;
+}
 
 /* The process this image belongs to, the same in every image an exec
  * starts: the boot, and the process's start time in clock ticks since boot
@@ -341,7 +352,7 @@ static void write_header(struct outbuf *o)
     out_printf(o, ",\"mode\":\"%s\",", mode_text);
     write_string_member(o, "cupti", cupti_state);
     out_printf(o, ",\"clock_ns\":%llu,\"cupti_ns\":%llu,\"start_unix_ms\":%llu}\n",
-               (unsigned long long)record_now_ns(), (unsigned long long)cupti_timestamp(),
+               (unsigned long long)record_now_ns(), (unsigned long long)source_timestamp(),
                (unsigned long long)wall.tv_sec * 1000u +
                    (unsigned long long)wall.tv_nsec / 1000000u);
     header_written = true;
@@ -447,7 +458,7 @@ static void open_log_file(void)
         LOG_WARN("cannot open the run log %s: %s; writing none", path, why);
 }
 
-static void fork_child(void)
+void record_fork_child(void)
 {
     if (!record_enabled())
         return;
@@ -494,7 +505,6 @@ void record_open(const char *pattern, const char *mode, size_t limit)
     open_log_file();
     if (log_fd < 0)
         return;
-    pthread_atfork(NULL, NULL, fork_child);
     atomic_store(&enabled, true);
 }
 
@@ -509,8 +519,6 @@ void record_set_cupti_state(const char *state)
         record_event("cupti-unavailable", -1, -1, 0, state);
 }
 
-extern void cupti_flush(void); /* cupti_join.c: queues the activities it holds */
-
 void record_flush_final(void)
 {
     if (!record_enabled() || getpid() != log_pid)
@@ -522,7 +530,9 @@ void record_flush_final(void)
         atomic_store(&writer_started, false);
     }
     pthread_mutex_unlock(&writer_lock);
-    cupti_flush();
+    const struct record_source *src = atomic_load(&source);
+    if (src != NULL)
+        src->flush();
     pthread_mutex_lock(&drain_lock);
     drain(&final_buf);
     out_printf(&final_buf,

@@ -87,9 +87,22 @@ void record_open(const char *pattern, const char *mode, size_t limit);
  * most once, before the first flush); later states go out as events. */
 void record_set_cupti_state(const char *state);
 
+/* The source of activity lines (CUPTI, cupti_join.c), registered by it once
+ * it collects: the header reads its clock, the final flush drains it
+ * first. With none, the header's clock is 0 and nothing is drained. */
+struct record_source {
+    uint64_t (*timestamp)(void);
+    void (*flush)(void); /* queues what it holds as activity lines */
+};
+void record_set_source(const struct record_source *source);
+
 /* Drains everything queued and writes a footer (exit and exec). Safe to
  * call more than once: each call writes what is new and a footer. */
 void record_flush_final(void);
+
+/* In a forked child (the lifecycle table, shim.h): the parent writes what
+ * it queued; the child opens a log of its own with its first record. */
+void record_fork_child(void);
 
 /* Nanoseconds of CLOCK_MONOTONIC. */
 uint64_t record_now_ns(void);

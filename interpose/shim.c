@@ -2,6 +2,7 @@
 #include "shim.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "log.h"
@@ -14,27 +15,198 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static const struct p2pshim_config *config;
 static _Thread_local int guard_depth;
 
+/* ---- the lifecycle table (shim.h) ----------------------------------------- */
+
+/* Modules that start with the shim. record's handlers return at once when
+ * no run log is open. */
+static const struct shim_module peer_row = {
+    .name = "peer",
+    .fork_prepare = peer_fork_prepare,
+    .fork_parent = peer_fork_release,
+    .fork_child = peer_fork_release,
+};
+static const struct shim_module ownership_row = {
+    .name = "ownership",
+    .fork_prepare = ownership_fork_prepare,
+    .fork_parent = ownership_fork_release,
+    .fork_child = ownership_fork_release,
+};
+static const struct shim_module record_row = {
+    .name = "record",
+    .fork_child = record_fork_child,
+    .at_exit = record_flush_final,
+};
+static const struct shim_module stats_row = {
+    .name = "stats",
+    .report = stats_report,
+    .reset = stats_reset,
+};
+
+static _Atomic(const struct shim_module *) rows[SHIM_ROW_COUNT];
+/* The rows present at start-up (bit per row): the start-up handlers run
+ * them; each row registered later has handlers of its own. */
+static _Atomic unsigned startup_rows;
+static bool started; /* under table_mu */
+static pthread_mutex_t table_mu = PTHREAD_MUTEX_INITIALIZER;
+
+enum column { FORK_PREPARE, FORK_PARENT, FORK_CHILD, AT_EXIT, REPORT, RESET };
+
+static void (*column_of(const struct shim_module *m, enum column c))(void)
+{
+    switch (c) {
+    case FORK_PREPARE:
+        return m->fork_prepare;
+    case FORK_PARENT:
+        return m->fork_parent;
+    case FORK_CHILD:
+        return m->fork_child;
+    case AT_EXIT:
+        return m->at_exit;
+    case REPORT:
+        return m->report;
+    case RESET:
+        return m->reset;
+    }
+    return NULL;
+}
+
+/* Runs one column of the start-up rows, top to bottom or bottom to top. */
+static void run_startup(enum column c, bool upward)
+{
+    unsigned startup = atomic_load(&startup_rows);
+    for (int k = 0; k < SHIM_ROW_COUNT; k++) {
+        int i = upward ? SHIM_ROW_COUNT - 1 - k : k;
+        const struct shim_module *m = atomic_load(&rows[i]);
+        void (*fn)(void) = m != NULL && (startup >> i) & 1u ? column_of(m, c) : NULL;
+        if (fn != NULL)
+            fn();
+    }
+}
+
+/* Reports and resets take no locks and ask no driver: the start-up
+ * handlers run them for every row. */
+static void run_every_row(enum column c)
+{
+    for (int i = 0; i < SHIM_ROW_COUNT; i++) {
+        const struct shim_module *m = atomic_load(&rows[i]);
+        void (*fn)(void) = m != NULL ? column_of(m, c) : NULL;
+        if (fn != NULL)
+            fn();
+    }
+}
+
+static void startup_prepare(void)
+{
+    run_startup(FORK_PREPARE, false);
+}
+
+static void startup_parent(void)
+{
+    run_startup(FORK_PARENT, true);
+}
+
+static void startup_child(void)
+{
+    run_startup(FORK_CHILD, true);
+    run_every_row(RESET);
+}
+
+static void startup_exit(void)
+{
+    run_startup(AT_EXIT, false);
+    run_every_row(REPORT);
+}
+
+/* A row registered after start-up: its own handlers, installed when it
+ * registers (one set per row, since libc's handlers take no argument). */
+static void run_late(enum shim_row row, enum column c)
+{
+    const struct shim_module *m = atomic_load(&rows[row]);
+    void (*fn)(void) = m != NULL ? column_of(m, c) : NULL;
+    if (fn != NULL)
+        fn();
+}
+
+struct handlers {
+    void (*prepare)(void), (*parent)(void), (*child)(void), (*exit)(void);
+};
+
+#define LATE_HANDLERS(row)                                                                         \
+    static void late_prepare_##row(void)                                                           \
+    {                                                                                              \
+        run_late(row, FORK_PREPARE);                                                               \
+    }                                                                                              \
+    static void late_parent_##row(void)                                                            \
+    {                                                                                              \
+        run_late(row, FORK_PARENT);                                                                \
+    }                                                                                              \
+    static void late_child_##row(void)                                                             \
+    {                                                                                              \
+        run_late(row, FORK_CHILD);                                                                 \
+    }                                                                                              \
+    static void late_exit_##row(void)                                                              \
+    {                                                                                              \
+        run_late(row, AT_EXIT);                                                                    \
+    }
+#define LATE_ENTRY(row)                                                                            \
+    [row] = {late_prepare_##row, late_parent_##row, late_child_##row, late_exit_##row}
+
+LATE_HANDLERS(SHIM_ROW_BOUNCE)
+LATE_HANDLERS(SHIM_ROW_PEER)
+LATE_HANDLERS(SHIM_ROW_OWNERSHIP)
+LATE_HANDLERS(SHIM_ROW_RECORD)
+LATE_HANDLERS(SHIM_ROW_THREAD_ID)
+LATE_HANDLERS(SHIM_ROW_STATS)
+LATE_HANDLERS(SHIM_ROW_BOUNCE_SUMMARY)
+static const struct handlers late[SHIM_ROW_COUNT] = {
+    LATE_ENTRY(SHIM_ROW_BOUNCE),         LATE_ENTRY(SHIM_ROW_PEER),
+    LATE_ENTRY(SHIM_ROW_OWNERSHIP),      LATE_ENTRY(SHIM_ROW_RECORD),
+    LATE_ENTRY(SHIM_ROW_THREAD_ID),      LATE_ENTRY(SHIM_ROW_STATS),
+    LATE_ENTRY(SHIM_ROW_BOUNCE_SUMMARY),
+};
+_Static_assert(SHIM_ROW_COUNT == 7, "one LATE_HANDLERS and LATE_ENTRY per row");
+
+static bool has_handlers(const struct shim_module *m)
+{
+    return m->fork_prepare || m->fork_parent || m->fork_child || m->at_exit;
+}
+
+void shim_register(enum shim_row row, const struct shim_module *module)
+{
+    if ((unsigned)row >= SHIM_ROW_COUNT || module == NULL)
+        return;
+    pthread_mutex_lock(&table_mu);
+    const struct shim_module *none = NULL;
+    if (atomic_compare_exchange_strong(&rows[row], &none, module)) {
+        if (!started)
+            atomic_fetch_or(&startup_rows, 1u << row);
+        else if (has_handlers(module)) {
+            pthread_atfork(late[row].prepare, late[row].parent, late[row].child);
+            atexit(late[row].exit);
+        }
+    }
+    pthread_mutex_unlock(&table_mu);
+}
+
+/* Installs the start-up rows and the process's handlers for them. */
+static void start_table(void)
+{
+    shim_register(SHIM_ROW_PEER, &peer_row);
+    shim_register(SHIM_ROW_OWNERSHIP, &ownership_row);
+    shim_register(SHIM_ROW_RECORD, &record_row);
+    shim_register(SHIM_ROW_STATS, &stats_row);
+    pthread_mutex_lock(&table_mu);
+    started = true;
+    pthread_mutex_unlock(&table_mu);
+    atexit(startup_exit);
+    pthread_atfork(startup_prepare, startup_parent, startup_child);
+}
+
+/* ---- start-up and the guard ----------------------------------------------- */
+
 static void dump_line(const char *line)
 {
     log_line(line);
-}
-
-static void fork_prepare(void)
-{
-    peer_fork_prepare();
-    ownership_fork_prepare();
-}
-
-static void fork_release(void)
-{
-    ownership_fork_release();
-    peer_fork_release();
-}
-
-static void fork_child(void)
-{
-    fork_release();
-    stats_reset();
 }
 
 static void init_once_body(void)
@@ -43,13 +215,10 @@ static void init_once_body(void)
     if (config->dump_config)
         config_dump(config, dump_line);
     LOG_DEBUG("loaded (mode %s)", p2pshim_mode_names[config->mode]);
-    atexit(stats_report);
-    if (config->run_log[0] != '\0') {
+    if (config->run_log[0] != '\0')
         record_open(config->run_log_pattern, p2pshim_mode_names[config->mode],
                     config->record_limit);
-        atexit(record_flush_final);
-    }
-    pthread_atfork(fork_prepare, fork_release, fork_child);
+    start_table();
 }
 
 void shim_init(void)

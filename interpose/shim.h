@@ -1,8 +1,8 @@
-/* Process-wide start-up and the re-entry guard.
+/* Process-wide start-up, the lifecycle table and the re-entry guard.
  *
  * Nothing happens at load time: the first hooked call (never a constructor)
- * parses the configuration, opens the log and registers the exit summary,
- * so `LD_PRELOAD=libp2pshim.so ls` is exactly `ls`. */
+ * parses the configuration, opens the log and installs the fork and exit
+ * handlers, so `LD_PRELOAD=libp2pshim.so ls` is exactly `ls`. */
 #ifndef P2PSHIM_SHIM_H
 #define P2PSHIM_SHIM_H
 
@@ -13,8 +13,70 @@
 /* Once per process, thread-safe, cheap after the first call. */
 void shim_init(void);
 
-/* The configuration (shim_init must have run). */
+/* The configuration, after shim_init (the wrappers' layer; modules below
+ * it read config_get, config.h). */
 const struct p2pshim_config *shim_config(void);
+
+/* ---- the lifecycle table ------------------------------------------------
+ *
+ * What each module does around fork and at exit, one row per module. shim.c
+ * alone installs the process's fork (pthread_atfork) and exit (atexit)
+ * handlers; they run the rows in this order, top to bottom:
+ *
+ *   SHIM_ROW_BOUNCE          host bounces (bounce/): fills lazy pages with
+ *                            driver calls, so it runs before any lock below
+ *                            is taken; exits first, filling them for later
+ *                            readers while the contexts still exist
+ *   SHIM_ROW_PEER            enabled pairs (peer.c): its locks
+ *   SHIM_ROW_OWNERSHIP       the ownership table (ownership.c): its locks
+ *   SHIM_ROW_RECORD          the run log (record.c): drained and footed at
+ *                            exit after the bounce module's last work
+ *   SHIM_ROW_THREAD_ID       the cached thread id (copy.c)
+ *   SHIM_ROW_STATS           the exit summary's copy lines (stats.c)
+ *   SHIM_ROW_BOUNCE_SUMMARY  the bounce module's summary line, after them
+ *
+ * fork_prepare runs top to bottom; fork_parent and fork_child bottom to top
+ * (locks are released in the reverse of the order taken), then every
+ * row's reset (the child counts its own traffic only). At exit every
+ * row's at_exit runs top to bottom, then every row's report top to bottom:
+ * the summary is the last thing the shim writes.
+ *
+ * Rows of modules that start with the shim are in the table from the
+ * start, run by the handlers shim_init installs. A module that starts
+ * later registers its row when it starts (the bounce module at its first
+ * predicted bounce): a process that never bounces runs none of its
+ * handlers. Such a row gets fork and exit handlers of its own, installed
+ * when it registers, as libc orders handlers: they run before (prepare,
+ * exit) or after (parent, child) those of libraries that started in
+ * between, the CUDA runtime's included (its teardown destroys the
+ * contexts the bounce module's exit work needs), and before or after the
+ * start-up rows' ones: the late rows with prepare or exit work sit above
+ * the start-up rows, so the table's order holds. */
+struct shim_module {
+    const char *name;
+    void (*fork_prepare)(void); /* take the module's locks */
+    void (*fork_parent)(void);  /* release them */
+    void (*fork_child)(void);   /* release or re-create them; forget the parent's state */
+    void (*at_exit)(void);      /* last work, before any report */
+    void (*report)(void);       /* exit summary lines (log.h, info level) */
+    void (*reset)(void);        /* forked child: zero what report reads */
+};
+
+enum shim_row {
+    SHIM_ROW_BOUNCE,
+    SHIM_ROW_PEER,
+    SHIM_ROW_OWNERSHIP,
+    SHIM_ROW_RECORD,
+    SHIM_ROW_THREAD_ID,
+    SHIM_ROW_STATS,
+    SHIM_ROW_BOUNCE_SUMMARY,
+    SHIM_ROW_COUNT
+};
+
+/* Puts a module's row (static storage; any column may be NULL) in its
+ * place. The first registration of a place counts; later ones are
+ * ignored. Thread-safe; may run before shim_init. */
+void shim_register(enum shim_row row, const struct shim_module *module);
 
 /* True while this thread is inside the shim's own processing: a hook
  * reached from there passes straight through. */

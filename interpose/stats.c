@@ -1,6 +1,5 @@
 #include "stats.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -17,28 +16,6 @@ static struct pair_counters pairs[P2PSHIM_MAX_DEVICES][P2PSHIM_MAX_DEVICES];
 static struct pair_counters local_counts;  /* not cross-GPU */
 static struct pair_counters far_counts;    /* ordinals past the table */
 static _Atomic uint64_t enables_ok, enables_failed;
-
-/* Modules' own summary lines (stats_register_reporter). */
-#define STATS_REPORTERS 8
-static struct {
-    const char *name;
-    void (*report)(void), (*reset)(void);
-} reporters[STATS_REPORTERS];
-static _Atomic int nreporters;
-static pthread_mutex_t reporters_mu = PTHREAD_MUTEX_INITIALIZER;
-
-void stats_register_reporter(const char *name, void (*report)(void), void (*reset)(void))
-{
-    pthread_mutex_lock(&reporters_mu);
-    int n = atomic_load(&nreporters);
-    if (n < STATS_REPORTERS) {
-        reporters[n].name = name;
-        reporters[n].report = report;
-        reporters[n].reset = reset;
-        atomic_store(&nreporters, n + 1); /* published after the entry */
-    }
-    pthread_mutex_unlock(&reporters_mu);
-}
 
 static struct pair_counters *slot(int src, int dst, enum route_reason reason)
 {
@@ -140,10 +117,6 @@ void stats_reset(void)
         zero_if_set(all[i], sizeof *all[i]);
     atomic_store(&enables_ok, 0);
     atomic_store(&enables_failed, 0);
-    pthread_mutex_init(&reporters_mu, NULL); /* a child's copy may be held by a lost thread */
-    for (int i = 0; i < atomic_load(&nreporters); i++)
-        if (reporters[i].reset)
-            reporters[i].reset();
 }
 
 void stats_report(void)
@@ -179,7 +152,4 @@ void stats_report(void)
              reasons[0] ? reasons : "-",
              (unsigned long long)atomic_load(&enables_ok),
              (unsigned long long)atomic_load(&enables_failed));
-    for (int i = 0; i < atomic_load(&nreporters); i++)
-        if (reporters[i].report)
-            reporters[i].report();
 }

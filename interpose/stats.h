@@ -28,18 +28,11 @@ void stats_get_pair(int src_dev, int dst_dev, struct stats_pair *out);
  *   summary pair=0->1 copies=N upgraded=N passed=N bytes=N upgraded_bytes=N
  *           reasons=name:N,...
  * then "summary total ..." and "summary local ..." (copies that were not
- * cross-GPU, by reason), then the lines of each registered reporter (the
- * bounce module's, bounce.h). Registered with atexit by shim_init. */
+ * cross-GPU, by reason). The stats row of the lifecycle table (shim.h):
+ * other modules' summary lines follow. */
 void stats_report(void);
 
-/* Zeroes every counter, and calls each registered reset: a forked child
- * reports its own traffic only. */
+/* Zeroes every counter: a forked child reports its own traffic only. */
 void stats_reset(void);
-
-/* A module's own summary lines: report runs at exit after the copy lines,
- * reset in a forked child (either may be NULL). Modules register when they
- * first have something to say (up to 8; more are ignored). Thread-safe;
- * no call upward from stats.c to any module. */
-void stats_register_reporter(const char *name, void (*report)(void), void (*reset)(void));
 
 #endif

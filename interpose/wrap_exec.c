@@ -11,12 +11,12 @@
 #include <stddef.h>
 #include <unistd.h>
 
-#include "driver.h"
+#include "next_symbol.h"
 #include "record.h"
 #include "shim_cuda.h"
 
 #define REAL_LIBC(type, name)                                                 \
-    type real_ = (type)driver_real_dlsym()(RTLD_NEXT, name);                  \
+    type real_ = (type)next_symbol(name);                                     \
     if (real_ == NULL) {                                                      \
         errno = ENOSYS;                                                       \
         return -1;                                                            \

@@ -243,8 +243,8 @@ bool bounce_handover(uintptr_t host, size_t bytes, bool lazy, bool dma);
 /* Evicts the least recently used snapshot of dev (filling its lazy pages
  * first). false when dev holds none. */
 bool bounce_evict_one(int dev);
-/* bounce_life.c: pthread_atfork handlers and the exit handler
- * (bounce_copy.c registers them on first use). */
+/* life.c: the bounce row of the lifecycle table (shim.h), registered by
+ * copy.c at the first predicted bounce. */
 void bounce_fork_prepare(void);
 void bounce_fork_parent(void);
 void bounce_fork_child(void);

@@ -35,10 +35,17 @@ static void once_body(void)
     }
     uffd_ok = bounce_start();
     (void)bgpu_pageable_access(); /* asked now: plan() asks under bounce_mu */
-    /* Registered after shim.c's: our prepare (filling lazy pages, with
-     * driver calls) runs before the shim's locks are taken. */
-    pthread_atfork(bounce_fork_prepare, bounce_fork_parent, bounce_fork_child);
-    atexit(bounce_at_exit);
+    /* The bounce row of the lifecycle table (shim.h): registered now, its
+     * handlers run before the shim's locks are taken and before the
+     * teardown of anything that started before this first bounce. */
+    static const struct shim_module row = {
+        .name = "bounce",
+        .fork_prepare = bounce_fork_prepare,
+        .fork_parent = bounce_fork_parent,
+        .fork_child = bounce_fork_child,
+        .at_exit = bounce_at_exit,
+    };
+    shim_register(SHIM_ROW_BOUNCE, &row);
 }
 
 enum how { HOW_NONE, HOW_LAZY, HOW_EAGER };
@@ -53,7 +60,7 @@ static enum how decide(const void *host, size_t bytes, CUdeviceptr dev,
                        struct owner_info *src, bool *dma)
 {
     *dma = false;
-    const struct p2pshim_config *cfg = shim_config();
+    const struct p2pshim_config *cfg = config_get();
     if (cfg->mode != P2PSHIM_MODE_UPGRADE || cfg->bounce == P2PSHIM_BOUNCE_OFF ||
         atomic_load(&bounce_disabled) || bytes < BOUNCE_MIN_BYTES || bytes < cfg->min_bytes ||
         host == NULL)

@@ -9,10 +9,10 @@
 #include <string.h>
 
 #include "bounce_int.h"
+#include "config.h"
 #include "driver.h"
 #include "hooks.h"
 #include "log.h"
-#include "shim.h"
 #include "uffd.h"
 
 #define IDLE_MAX 2                   /* idle buffers kept per device */
@@ -48,7 +48,7 @@ void bgpu_pop(void)
 
 size_t bgpu_budget(int dev, CUcontext ctx)
 {
-    const struct p2pshim_config *cfg = shim_config();
+    const struct p2pshim_config *cfg = config_get();
     if (cfg->bounce_budget_pct == 0)
         return cfg->bounce_budget;
     pthread_mutex_lock(&gpu_mu);

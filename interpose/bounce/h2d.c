@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "bounce_int.h"
+#include "config.h"
 #include "driver.h"
 #include "hooks.h"
 #include "log.h"
@@ -15,7 +16,6 @@
 #include "record.h"
 #include "resolve.h"
 #include "route.h"
-#include "shim.h"
 #include "uffd.h"
 
 /* An H2D split into more pieces than this goes the normal way. */
@@ -32,7 +32,7 @@ struct piece {
 static bool link_for(const struct copy_call *call, const struct snap *s,
                      const struct owner_info *dst, size_t bytes)
 {
-    const struct p2pshim_config *cfg = shim_config();
+    const struct p2pshim_config *cfg = config_get();
     int a = s->buf.dev, b = dst->device;
     if (a == b)
         return true;
@@ -83,7 +83,7 @@ static bool servable(uint8_t st)
 static bool plan(uintptr_t h, size_t n, struct piece *pc, int *np, int dst_dev)
 {
     const size_t pg = bounce_page;
-    const struct p2pshim_config *cfg = shim_config();
+    const struct p2pshim_config *cfg = config_get();
     uintptr_t a = h, end = h + n;
     bool any = false;
     *np = 0;
@@ -257,7 +257,7 @@ bool bounce_h2d(const struct copy_call *call, bool sync, CUdeviceptr dst, const 
 {
     if (serve(call, sync, dst, host, bytes, rc))
         return true;
-    const struct p2pshim_config *cfg = shim_config();
+    const struct p2pshim_config *cfg = config_get();
     if (cfg->mode == P2PSHIM_MODE_UPGRADE && cfg->bounce != P2PSHIM_BOUNCE_OFF)
         evidence_h2d(host, bytes); /* the normal way: maybe a seen bounce */
     return false;

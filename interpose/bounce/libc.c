@@ -25,41 +25,13 @@
 #include "bounce.h"
 #include "bounce_int.h"
 #include "driver.h"
+#include "next_symbol.h"
 #include "shim_cuda.h"
 
 typedef void (*free_fn)(void *);
 typedef void *(*realloc_fn)(void *, size_t);
 
 static _Atomic(void *) real_free, real_realloc, real_mremap;
-static _Thread_local int resolving;
-
-/* dlsym may allocate on some paths: a free reached from there while the
- * pointer is not known yet is leaked (it happens at most once, early). */
-static void *next_symbol(const char *name)
-{
-    void *fn = NULL;
-    if (resolving)
-        return NULL;
-    resolving = 1;
-    dlsym_fn real_dlsym = driver_real_dlsym();
-    if (real_dlsym != NULL)
-        fn = real_dlsym(RTLD_NEXT, name);
-    resolving = 0;
-    return fn;
-}
-
-/* The next definition of name, resolved once into *slot; NULL while it
- * cannot be had. */
-static void *next_cached(_Atomic(void *) *slot, const char *name)
-{
-    void *fn = atomic_load_explicit(slot, memory_order_acquire);
-    if (fn == NULL) {
-        fn = next_symbol(name);
-        if (fn != NULL)
-            atomic_store_explicit(slot, fn, memory_order_release);
-    }
-    return fn;
-}
 
 /* Whether the sizes bounce_host_release/keep ask of malloc_usable_size are
  * the freeing allocator's. Our free and realloc run only when the program
@@ -80,14 +52,14 @@ bool bounce_libc_sizes_known(void)
         return false;
     if (a.dli_fbase != self.dli_fbase)
         return true; /* not ours: the program frees past us */
-    void *next_free = real_dlsym(RTLD_NEXT, "free");
+    void *next_free = next_symbol("free");
     return next_free != NULL && dladdr(next_free, &a) != 0 &&
            dladdr((void *)malloc_usable_size, &b) != 0 && a.dli_fbase == b.dli_fbase;
 }
 
 P2PSHIM_EXPORT void free(void *p)
 {
-    free_fn f = (free_fn)next_cached(&real_free, "free");
+    free_fn f = (free_fn)next_symbol_cached(&real_free, "free");
     if (f == NULL)
         return;
     if (p != NULL && bounce_active()) {
@@ -102,7 +74,7 @@ P2PSHIM_EXPORT void free(void *p)
 
 P2PSHIM_EXPORT void *realloc(void *p, size_t n)
 {
-    realloc_fn f = (realloc_fn)next_cached(&real_realloc, "realloc");
+    realloc_fn f = (realloc_fn)next_symbol_cached(&real_realloc, "realloc");
     if (f == NULL) {
         errno = ENOMEM;
         return NULL;
@@ -126,7 +98,7 @@ P2PSHIM_EXPORT void *mremap(void *old, size_t old_size, size_t new_size, int fla
         new_address = va_arg(ap, void *);
         va_end(ap);
     }
-    mremap_fn f = (mremap_fn)next_cached(&real_mremap, "mremap");
+    mremap_fn f = (mremap_fn)next_symbol_cached(&real_mremap, "mremap");
     if (f == NULL) {
         errno = ENOSYS;
         return MAP_FAILED;

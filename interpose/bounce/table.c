@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "bounce_int.h"
+#include "config.h"
 #include "log.h"
-#include "shim.h"
 #include "uffd.h"
 
 pthread_mutex_t bounce_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -370,7 +370,7 @@ static void on_fault(uintptr_t addr, bool wp, bool write)
         return; /* busy: the filler's copy wakes it */
     }
     /* Read-ahead: a reader that keeps going forward gets more each time. */
-    size_t chunk = shim_config()->bounce_chunk;
+    size_t chunk = config_get()->bounce_chunk;
     if (addr == s->next_fault)
         s->ahead = s->ahead ? s->ahead * 2 : 1;
     else

@@ -12,7 +12,7 @@
 #include "config.h"
 #include "log.h"
 #include "record.h"
-#include "stats.h"
+#include "shim.h"
 
 static pthread_mutex_t watch_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct predict_table table; /* zeroed: empty */
@@ -48,7 +48,12 @@ static pthread_once_t summary_once = PTHREAD_ONCE_INIT;
 
 static void register_summary(void)
 {
-    stats_register_reporter("bounce", summary, summary_reset);
+    static const struct shim_module row = {
+        .name = "bounce-summary",
+        .report = summary,
+        .reset = summary_reset,
+    };
+    shim_register(SHIM_ROW_BOUNCE_SUMMARY, &row);
 }
 
 void bounce_register_summary(void)

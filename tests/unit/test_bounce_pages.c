@@ -5,18 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../check.h"
 #include "bounce/bounce_int.h"
 
-static int failures;
-#define CHECK(cond, ...)                                                      \
-    do {                                                                      \
-        if (!(cond)) {                                                        \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                       \
-            printf(__VA_ARGS__);                                              \
-            printf("\n");                                                     \
-            failures++;                                                       \
-        }                                                                     \
-    } while (0)
 
 static size_t naive(const uint8_t *st, size_t i, size_t n, unsigned stop)
 {
@@ -43,7 +34,7 @@ static void scans(void)
                 if (i > n)
                     continue;
                 size_t got = bounce_scan(st, i, n, stop), want = naive(st, i, n, stop);
-                CHECK(got == want, "round %d stop %#x from %zu to %zu: %zu, expected %zu",
+                CHECK_MSG(got == want, "round %d stop %#x from %zu to %zu: %zu, expected %zu",
                       round, stop, i, n, got, want);
             }
     }
@@ -57,24 +48,24 @@ static void ranges(void)
     s.reg_hi = 0x10000 + 16 * 4096;
     size_t a, b;
     bounce_index_range(&s, 0x10000, 0x10000 + 16 * 4096, true, &a, &b);
-    CHECK(a == 0 && b == 16, "whole range: [%zu, %zu)", a, b);
+    CHECK_MSG(a == 0 && b == 16, "whole range: [%zu, %zu)", a, b);
     bounce_index_range(&s, 0x10001, 0x10000 + 3 * 4096 + 1, true, &a, &b);
-    CHECK(a == 1 && b == 3, "whole pages inside: [%zu, %zu)", a, b);
+    CHECK_MSG(a == 1 && b == 3, "whole pages inside: [%zu, %zu)", a, b);
     bounce_index_range(&s, 0x10001, 0x10000 + 3 * 4096 + 1, false, &a, &b);
-    CHECK(a == 0 && b == 4, "pages met: [%zu, %zu)", a, b);
+    CHECK_MSG(a == 0 && b == 4, "pages met: [%zu, %zu)", a, b);
     bounce_index_range(&s, 0x0, 0x10000, false, &a, &b);
-    CHECK(a == b, "before the range: [%zu, %zu)", a, b);
+    CHECK_MSG(a == b, "before the range: [%zu, %zu)", a, b);
     bounce_index_range(&s, 0x10000 + 5 * 4096 + 10, 0x10000 + 5 * 4096 + 20, true, &a, &b);
-    CHECK(a == b, "no whole page: [%zu, %zu)", a, b);
+    CHECK_MSG(a == b, "no whole page: [%zu, %zu)", a, b);
     bounce_index_range(&s, 0x8000, 0x10000 + 64 * 4096, true, &a, &b);
-    CHECK(a == 0 && b == 16, "clamped: [%zu, %zu)", a, b);
-    CHECK(bounce_index(&s, 0x10000 + 7 * 4096 + 5) == 7, "index of a byte in page 7");
+    CHECK_MSG(a == 0 && b == 16, "clamped: [%zu, %zu)", a, b);
+    CHECK_MSG(bounce_index(&s, 0x10000 + 7 * 4096 + 5) == 7, "index of a byte in page 7");
 }
 
 int main(void)
 {
     scans();
     ranges();
-    printf("test_bounce_pages: %d failure(s)\n", failures);
-    return failures != 0;
+    printf("test_bounce_pages: %d failure(s)\n", check_failures);
+    return check_failures != 0;
 }

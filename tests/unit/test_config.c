@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../check.h"
 #include "config.h"
 
 /* Number of variables in the one list. */
@@ -19,16 +20,7 @@
 
 #include "log.h"
 
-static int failures;
 
-#define CHECK(cond)                                                          \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, \
-                    #cond);                                                  \
-            failures++;                                                      \
-        }                                                                    \
-    } while (0)
 
 #define CHECK_STR(got, want)                                                 \
     do {                                                                     \
@@ -36,7 +28,7 @@ static int failures;
         if (strcmp(g_, w_) != 0) {                                           \
             fprintf(stderr, "%s:%d: got \"%s\", want \"%s\"\n", __FILE__,    \
                     __LINE__, g_, w_);                                       \
-            failures++;                                                      \
+            check_failures++;                                                      \
         }                                                                    \
     } while (0)
 
@@ -322,7 +314,7 @@ static void test_bad_values(void)
         if (strncmp(lines[0], bad[i].want, strlen(bad[i].want)) != 0) {
             fprintf(stderr, "%s:%d: warning \"%s\", want \"%s\"\n", __FILE__,
                     __LINE__, lines[0], bad[i].want);
-            failures++;
+            check_failures++;
         }
         CHECK(strchr(lines[0], '\n') == NULL);
     }
@@ -430,7 +422,7 @@ static void test_bytes(void)
             (!ok && v != 12345)) {
             fprintf(stderr, "%s:%d: bytes \"%s\": ok %d value %zu\n", __FILE__,
                     __LINE__, cases[i].text, ok, v);
-            failures++;
+            check_failures++;
         }
     }
     size_t v = 7;
@@ -576,7 +568,7 @@ static void test_pairs(void)
         if (config_parse_pairs(bad[i], m, err, sizeof err)) {
             fprintf(stderr, "%s:%d: pairs \"%s\" accepted\n", __FILE__,
                     __LINE__, bad[i]);
-            failures++;
+            check_failures++;
         }
         CHECK(memcmp(before, m, sizeof m) == 0);
         CHECK(err[0] != '\0');
@@ -945,13 +937,13 @@ int main(void)
     test_log_before_open();
     test_log(path, sizeof path);
     test_config_get(path);
-    if (failures == 0)
+    if (check_failures == 0)
         unlink(path);
     else
         fprintf(stderr, "log file kept: %s\n", path);
 
-    if (failures) {
-        fprintf(stderr, "test_config: %d check(s) failed\n", failures);
+    if (check_failures) {
+        fprintf(stderr, "test_config: %d check(s) failed\n", check_failures);
         return 1;
     }
     printf("test_config: all checks passed\n");

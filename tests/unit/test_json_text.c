@@ -3,17 +3,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../check.h"
 #include "json_text.h"
 
-static int failures;
 
-#define CHECK(cond)                                                           \
-    do {                                                                      \
-        if (!(cond)) {                                                        \
-            fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);   \
-            failures++;                                                       \
-        }                                                                     \
-    } while (0)
 
 struct seq {
     const char *bytes;
@@ -44,7 +37,7 @@ static void check_lengths(void)
         size_t got = utf8_char_len((const unsigned char *)rows[i].bytes, rows[i].n);
         if (got != rows[i].len) {
             fprintf(stderr, "FAIL row %zu: length %zu, want %zu\n", i, got, rows[i].len);
-            failures++;
+            check_failures++;
         }
     }
     CHECK(utf8_valid("caf\xc3\xa9", 5));
@@ -84,7 +77,7 @@ int main(void)
     check_lengths();
     check_cuts();
     check_escape();
-    if (failures == 0)
+    if (check_failures == 0)
         printf("test_json_text: ok\n");
-    return failures ? 1 : 0;
+    return check_failures ? 1 : 0;
 }

@@ -8,6 +8,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "ownership.h"
 
+#include "../check.h"
+
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -31,14 +33,6 @@
 #define UNDER_SANITIZER 0
 #endif
 
-#define CHECK(cond)                                                           \
-    do {                                                                      \
-        if (!(cond)) {                                                        \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, \
-                    #cond);                                                   \
-            exit(1);                                                          \
-        }                                                                     \
-    } while (0)
 
 #define KiB (UINT64_C(1) << 10)
 #define MiB (UINT64_C(1) << 20)
@@ -68,7 +62,7 @@ static bool same(const struct owner_info *a, const struct owner_info *b)
 static void add_ok(uint64_t base, uint64_t size, int device)
 {
     struct owner_info o = mk(base, size, device, NULL, MEM_KIND_DEVICE);
-    CHECK(ownership_add(&o));
+    REQUIRE(ownership_add(&o));
 }
 
 /* Checks that addr resolves to the range [base, base+size). */
@@ -87,11 +81,11 @@ static bool unowned(uint64_t addr)
 /* Base, interior, last byte inside; one before and one past outside. */
 static void check_edges(uint64_t base, uint64_t size)
 {
-    CHECK(owned_by(base, base, size));
-    CHECK(owned_by(base + size / 2, base, size));
-    CHECK(owned_by(base + size - 1, base, size));
-    CHECK(unowned(base + size));
-    CHECK(unowned(base - 1));
+    REQUIRE(owned_by(base, base, size));
+    REQUIRE(owned_by(base + size / 2, base, size));
+    REQUIRE(owned_by(base + size - 1, base, size));
+    REQUIRE(unowned(base + size));
+    REQUIRE(unowned(base - 1));
 }
 
 static uint64_t rng_state = UINT64_C(0x2545F4914F6CDD1D);
@@ -112,46 +106,46 @@ static double now_ns(void)
 
 static void test_basics(void)
 {
-    CHECK(strcmp(mem_kind_name(MEM_KIND_DEVICE), "device") == 0);
-    CHECK(strcmp(mem_kind_name(MEM_KIND_POOL), "pool") == 0);
+    REQUIRE(strcmp(mem_kind_name(MEM_KIND_DEVICE), "device") == 0);
+    REQUIRE(strcmp(mem_kind_name(MEM_KIND_POOL), "pool") == 0);
     for (int k = 0; k < MEM_KIND_COUNT; k++)
-        CHECK(mem_kind_name((enum mem_kind)k) != NULL &&
+        REQUIRE(mem_kind_name((enum mem_kind)k) != NULL &&
               strcmp(mem_kind_name((enum mem_kind)k), "unknown") != 0);
-    CHECK(strcmp(mem_kind_name(MEM_KIND_COUNT), "unknown") == 0);
+    REQUIRE(strcmp(mem_kind_name(MEM_KIND_COUNT), "unknown") == 0);
 
     ownership_clear();
-    CHECK(ownership_count() == 0);
-    CHECK(unowned(0x7f0000100000));
-    CHECK(!ownership_add(NULL));
+    REQUIRE(ownership_count() == 0);
+    REQUIRE(unowned(0x7f0000100000));
+    REQUIRE(!ownership_add(NULL));
 
     int ctx;
     struct owner_info in = mk(0x7f0000100000, 0x3000, 1, &ctx, MEM_KIND_MANAGED);
     in.from_driver = true;
-    CHECK(ownership_add(&in));
-    CHECK(ownership_count() == 1);
+    REQUIRE(ownership_add(&in));
+    REQUIRE(ownership_count() == 1);
     struct owner_info out;
-    CHECK(ownership_lookup(0x7f0000100000, &out) && same(&out, &in));
-    CHECK(ownership_lookup(0x7f0000101234, &out) && same(&out, &in));
-    CHECK(ownership_lookup(0x7f0000102fff, &out) && same(&out, &in));
-    CHECK(unowned(0x7f0000103000));
-    CHECK(unowned(0x7f00000fffff));
-    CHECK(ownership_lookup(0x7f0000101000, NULL));
+    REQUIRE(ownership_lookup(0x7f0000100000, &out) && same(&out, &in));
+    REQUIRE(ownership_lookup(0x7f0000101234, &out) && same(&out, &in));
+    REQUIRE(ownership_lookup(0x7f0000102fff, &out) && same(&out, &in));
+    REQUIRE(unowned(0x7f0000103000));
+    REQUIRE(unowned(0x7f00000fffff));
+    REQUIRE(ownership_lookup(0x7f0000101000, NULL));
     check_edges(0x7f0000100000, 0x3000);
 
     /* size 0 is ignored, even on top of an existing range */
     struct owner_info zero = mk(0x7f0000101000, 0, 2, NULL, MEM_KIND_DEVICE);
-    CHECK(ownership_add(&zero));
-    CHECK(ownership_count() == 1);
-    CHECK(ownership_lookup(0x7f0000101000, &out) && same(&out, &in));
+    REQUIRE(ownership_add(&zero));
+    REQUIRE(ownership_count() == 1);
+    REQUIRE(ownership_lookup(0x7f0000101000, &out) && same(&out, &in));
 
     /* One byte, at the lowest and highest addresses. */
     add_ok(0, 1, 0);
     add_ok(UINT64_MAX, 1, 0);
-    CHECK(owned_by(0, 0, 1) && unowned(1));
-    CHECK(owned_by(UINT64_MAX, UINT64_MAX, 1) && unowned(UINT64_MAX - 1));
-    CHECK(ownership_count() == 3);
+    REQUIRE(owned_by(0, 0, 1) && unowned(1));
+    REQUIRE(owned_by(UINT64_MAX, UINT64_MAX, 1) && unowned(UINT64_MAX - 1));
+    REQUIRE(ownership_count() == 3);
     ownership_clear();
-    CHECK(ownership_count() == 0 && unowned(0x7f0000101000) && unowned(0));
+    REQUIRE(ownership_count() == 0 && unowned(0x7f0000101000) && unowned(0));
 }
 
 /* Thousands of 512-byte ranges, eight to a 4 KiB granule, then the same
@@ -164,25 +158,25 @@ static void test_small_adjacent(void)
         uint64_t base0 = 0x10000000 + (uint64_t)shift;
         for (uint64_t i = 0; i < N; i++)
             add_ok(base0 + i * 512, 512, (int)(i % 7));
-        CHECK(ownership_count() == N);
+        REQUIRE(ownership_count() == N);
         for (uint64_t i = 0; i < N; i++) {
             uint64_t b = base0 + i * 512;
             struct owner_info o;
-            CHECK(owned_by(b, b, 512) && owned_by(b + 511, b, 512));
-            CHECK(ownership_lookup(b + 300, &o) && o.device == (int)(i % 7));
+            REQUIRE(owned_by(b, b, 512) && owned_by(b + 511, b, 512));
+            REQUIRE(ownership_lookup(b + 300, &o) && o.device == (int)(i % 7));
         }
-        CHECK(unowned(base0 - 1) && unowned(base0 + N * 512));
-        CHECK(owned_by(base0 + 512, base0 + 512, 512));
+        REQUIRE(unowned(base0 - 1) && unowned(base0 + N * 512));
+        REQUIRE(owned_by(base0 + 512, base0 + 512, 512));
         /* Remove every other one; the rest stay whole. */
         for (uint64_t i = 0; i < N; i += 2)
-            CHECK(ownership_remove(base0 + i * 512, NULL));
-        CHECK(ownership_count() == N / 2);
+            REQUIRE(ownership_remove(base0 + i * 512, NULL));
+        REQUIRE(ownership_count() == N / 2);
         for (uint64_t i = 0; i < N; i++) {
             uint64_t b = base0 + i * 512;
             if (i % 2)
-                CHECK(owned_by(b, b, 512) && owned_by(b + 511, b, 512));
+                REQUIRE(owned_by(b, b, 512) && owned_by(b + 511, b, 512));
             else
-                CHECK(unowned(b) && unowned(b + 511));
+                REQUIRE(unowned(b) && unowned(b + 511));
         }
     }
     ownership_clear();
@@ -205,37 +199,37 @@ static void test_big(void)
     add_ok(g80 + 80 * GiB, 2 * MiB, 3);
     add_ok(h + hsize, 1, 3);
     add_ok(h - 64 * KiB, 64 * KiB, 3);
-    CHECK(ownership_count() == 8);
-    CHECK(owned_by(g1, g1, GiB) && owned_by(g1 + GiB - 1, g1, GiB));
-    CHECK(owned_by(g1 + 123456789, g1, GiB));
-    CHECK(owned_by(g1 - 1, g1 - 512, 512) && owned_by(g1 + GiB, g1 + GiB, 4 * KiB));
-    CHECK(owned_by(g80 + 79 * GiB + 17, g80, 80 * GiB));
-    CHECK(owned_by(g80 + 80 * GiB - 1, g80, 80 * GiB));
-    CHECK(owned_by(g80 + 80 * GiB, g80 + 80 * GiB, 2 * MiB));
-    CHECK(unowned(g80 - 1));
+    REQUIRE(ownership_count() == 8);
+    REQUIRE(owned_by(g1, g1, GiB) && owned_by(g1 + GiB - 1, g1, GiB));
+    REQUIRE(owned_by(g1 + 123456789, g1, GiB));
+    REQUIRE(owned_by(g1 - 1, g1 - 512, 512) && owned_by(g1 + GiB, g1 + GiB, 4 * KiB));
+    REQUIRE(owned_by(g80 + 79 * GiB + 17, g80, 80 * GiB));
+    REQUIRE(owned_by(g80 + 80 * GiB - 1, g80, 80 * GiB));
+    REQUIRE(owned_by(g80 + 80 * GiB, g80 + 80 * GiB, 2 * MiB));
+    REQUIRE(unowned(g80 - 1));
     for (uint64_t off = 0; off < hsize; off += hsize / 37)
-        CHECK(owned_by(h + off, h, hsize));
-    CHECK(owned_by(h + hsize - 1, h, hsize));
-    CHECK(owned_by(h + hsize, h + hsize, 1) && unowned(h + hsize + 1));
-    CHECK(owned_by(h - 1, h - 64 * KiB, 64 * KiB) && unowned(h - 64 * KiB - 1));
+        REQUIRE(owned_by(h + off, h, hsize));
+    REQUIRE(owned_by(h + hsize - 1, h, hsize));
+    REQUIRE(owned_by(h + hsize, h + hsize, 1) && unowned(h + hsize + 1));
+    REQUIRE(owned_by(h - 1, h - 64 * KiB, 64 * KiB) && unowned(h - 64 * KiB - 1));
     struct owner_info o;
-    CHECK(ownership_remove(h, &o) && o.size == hsize && o.device == 2);
-    CHECK(unowned(h) && unowned(h + hsize / 2) && unowned(h + hsize - 1));
-    CHECK(owned_by(h + hsize, h + hsize, 1));
+    REQUIRE(ownership_remove(h, &o) && o.size == hsize && o.device == 2);
+    REQUIRE(unowned(h) && unowned(h + hsize / 2) && unowned(h + hsize - 1));
+    REQUIRE(owned_by(h + hsize, h + hsize, 1));
 
     /* Ranges that reach the top of the address space: one exactly, one
      * running past it (cut at the top). Many top-level granules each. */
     const uint64_t top = UINT64_MAX - (UINT64_C(1) << 52) + 1;
     add_ok(top, UINT64_C(1) << 52, 4);
-    CHECK(owned_by(UINT64_MAX, top, UINT64_C(1) << 52));
-    CHECK(owned_by(top, top, UINT64_C(1) << 52) && unowned(top - 1));
+    REQUIRE(owned_by(UINT64_MAX, top, UINT64_C(1) << 52));
+    REQUIRE(owned_by(top, top, UINT64_C(1) << 52) && unowned(top - 1));
     add_ok(top + 5, UINT64_C(1) << 53, 5); /* replaces the previous one */
-    CHECK(unowned(top) && owned_by(UINT64_MAX, top + 5, UINT64_C(1) << 53));
-    CHECK(ownership_remove_range(UINT64_MAX, 1) == 1 && unowned(UINT64_MAX));
+    REQUIRE(unowned(top) && owned_by(UINT64_MAX, top + 5, UINT64_C(1) << 53));
+    REQUIRE(ownership_remove_range(UINT64_MAX, 1) == 1 && unowned(UINT64_MAX));
 
     /* 80 GiB removed by a range touching its last byte only. */
-    CHECK(ownership_remove_range(g80 + 80 * GiB - 1, 1) == 1);
-    CHECK(unowned(g80) && owned_by(g80 + 80 * GiB, g80 + 80 * GiB, 2 * MiB));
+    REQUIRE(ownership_remove_range(g80 + 80 * GiB - 1, 1) == 1);
+    REQUIRE(unowned(g80) && owned_by(g80 + 80 * GiB, g80 + 80 * GiB, 2 * MiB));
     ownership_clear();
 }
 
@@ -245,13 +239,13 @@ static void test_overlap_replaces(void)
     const uint64_t x = 0x7f3000000000;
     add_ok(x, MiB, 0);
     add_ok(x + MiB / 2, 2 * MiB, 1); /* overlaps the tail of the first */
-    CHECK(ownership_count() == 1);
-    CHECK(unowned(x) && owned_by(x + MiB / 2, x + MiB / 2, 2 * MiB));
+    REQUIRE(ownership_count() == 1);
+    REQUIRE(unowned(x) && owned_by(x + MiB / 2, x + MiB / 2, 2 * MiB));
 
     /* Same base, new owner. */
     add_ok(x + MiB / 2, 2 * MiB, 2);
     struct owner_info o;
-    CHECK(ownership_lookup(x + MiB, &o) && o.device == 2 && ownership_count() == 1);
+    REQUIRE(ownership_lookup(x + MiB, &o) && o.device == 2 && ownership_count() == 1);
 
     /* A big range swallows many small ones at another level; neighbours
      * outside it stay. */
@@ -259,17 +253,17 @@ static void test_overlap_replaces(void)
     for (uint64_t i = 0; i < 1000; i++)
         add_ok(x + i * 4096, 4096, 0);
     add_ok(x + 10 * 4096 + 1, 100 * 4096, 1);
-    CHECK(ownership_count() == 1000 - 101 + 1);
-    CHECK(unowned(x + 10 * 4096) && unowned(x + 110 * 4096 + 1));
-    CHECK(owned_by(x + 10 * 4096 - 1, x + 9 * 4096, 4096));
-    CHECK(owned_by(x + 111 * 4096, x + 111 * 4096, 4096));
-    CHECK(owned_by(x + 11 * 4096, x + 10 * 4096 + 1, 100 * 4096));
+    REQUIRE(ownership_count() == 1000 - 101 + 1);
+    REQUIRE(unowned(x + 10 * 4096) && unowned(x + 110 * 4096 + 1));
+    REQUIRE(owned_by(x + 10 * 4096 - 1, x + 9 * 4096, 4096));
+    REQUIRE(owned_by(x + 111 * 4096, x + 111 * 4096, 4096));
+    REQUIRE(owned_by(x + 11 * 4096, x + 10 * 4096 + 1, 100 * 4096));
 
     /* A small range inside a big one replaces it. */
     ownership_clear();
     add_ok(x, GiB, 0);
     add_ok(x + 5 * MiB, 512, 1);
-    CHECK(ownership_count() == 1 && unowned(x) && owned_by(x + 5 * MiB, x + 5 * MiB, 512));
+    REQUIRE(ownership_count() == 1 && unowned(x) && owned_by(x + 5 * MiB, x + 5 * MiB, 512));
     ownership_clear();
 }
 
@@ -279,56 +273,56 @@ static void test_removals(void)
     const uint64_t x = 0x7f4000000000;
     int ctx_a, ctx_b;
     struct owner_info r1 = mk(x, 100, 0, &ctx_a, MEM_KIND_DEVICE);
-    CHECK(ownership_add(&r1));
+    REQUIRE(ownership_add(&r1));
     struct owner_info got;
-    CHECK(!ownership_remove(x + 1, &got));  /* interior: not a base */
-    CHECK(!ownership_remove(x - 1, NULL));
-    CHECK(ownership_remove(x, &got) && same(&got, &r1));
-    CHECK(!ownership_remove(x, &got) && ownership_count() == 0);
+    REQUIRE(!ownership_remove(x + 1, &got));  /* interior: not a base */
+    REQUIRE(!ownership_remove(x - 1, NULL));
+    REQUIRE(ownership_remove(x, &got) && same(&got, &r1));
+    REQUIRE(!ownership_remove(x, &got) && ownership_count() == 0);
 
     /* remove_range: four adjacent ranges, cut through the middle two. */
     for (uint64_t i = 0; i < 4; i++)
         add_ok(x + i * 100, 100, 0);
-    CHECK(ownership_remove_range(x + 150, 100) == 2);
-    CHECK(owned_by(x + 99, x, 100) && owned_by(x + 300, x + 300, 100));
-    CHECK(unowned(x + 100) && unowned(x + 299));
-    CHECK(ownership_remove_range(x + 100, 200) == 0); /* the gap */
-    CHECK(ownership_remove_range(x + 400, 1000) == 0); /* one past the end */
-    CHECK(ownership_remove_range(x, 0) == 0);
-    CHECK(ownership_remove_range(x + 99, 202) == 2);  /* last byte, first byte */
-    CHECK(ownership_count() == 0);
+    REQUIRE(ownership_remove_range(x + 150, 100) == 2);
+    REQUIRE(owned_by(x + 99, x, 100) && owned_by(x + 300, x + 300, 100));
+    REQUIRE(unowned(x + 100) && unowned(x + 299));
+    REQUIRE(ownership_remove_range(x + 100, 200) == 0); /* the gap */
+    REQUIRE(ownership_remove_range(x + 400, 1000) == 0); /* one past the end */
+    REQUIRE(ownership_remove_range(x, 0) == 0);
+    REQUIRE(ownership_remove_range(x + 99, 202) == 2);  /* last byte, first byte */
+    REQUIRE(ownership_count() == 0);
 
     /* A huge remove_range over a small table. */
     add_ok(x, 4096, 0);
     add_ok(0x1000, 4096, 0);
-    CHECK(ownership_remove_range(0, UINT64_MAX) == 2);
+    REQUIRE(ownership_remove_range(0, UINT64_MAX) == 2);
 
     /* remove_device, remove_ctx */
     for (uint64_t i = 0; i < 300; i++) {
         struct owner_info o = mk(x + i * 64 * KiB, (i % 3 + 1) * 8 * KiB, (int)(i % 3),
                                  i % 2 ? &ctx_a : &ctx_b, MEM_KIND_POOL);
-        CHECK(ownership_add(&o));
+        REQUIRE(ownership_add(&o));
     }
-    CHECK(ownership_remove_device(7) == 0);
-    CHECK(ownership_remove_device(1) == 100);
-    CHECK(ownership_count() == 200);
-    CHECK(ownership_remove_ctx(&ctx_a) == 100); /* devices 0 and 2, odd i */
-    CHECK(ownership_count() == 100);
+    REQUIRE(ownership_remove_device(7) == 0);
+    REQUIRE(ownership_remove_device(1) == 100);
+    REQUIRE(ownership_count() == 200);
+    REQUIRE(ownership_remove_ctx(&ctx_a) == 100); /* devices 0 and 2, odd i */
+    REQUIRE(ownership_count() == 100);
     for (uint64_t i = 0; i < 300; i++) {
         uint64_t b = x + i * 64 * KiB;
         if (i % 3 == 1 || i % 2 == 1)
-            CHECK(unowned(b));
+            REQUIRE(unowned(b));
         else
-            CHECK(owned_by(b + 100, b, (i % 3 + 1) * 8 * KiB));
+            REQUIRE(owned_by(b + 100, b, (i % 3 + 1) * 8 * KiB));
     }
-    CHECK(ownership_remove_ctx(NULL) == 0);
+    REQUIRE(ownership_remove_ctx(NULL) == 0);
     ownership_clear();
-    CHECK(ownership_count() == 0);
+    REQUIRE(ownership_count() == 0);
     for (uint64_t i = 0; i < 300; i++)
-        CHECK(unowned(x + i * 64 * KiB));
+        REQUIRE(unowned(x + i * 64 * KiB));
     /* Usable after a clear. */
     add_ok(x, 4096, 3);
-    CHECK(owned_by(x + 4095, x, 4096));
+    REQUIRE(owned_by(x + 4095, x, 4096));
     ownership_clear();
 }
 
@@ -336,21 +330,21 @@ static void test_handles(void)
 {
     ownership_clear();
     int dev = -5;
-    CHECK(!ownership_handle_lookup(42, &dev) && dev == -5);
-    CHECK(!ownership_handle_remove(42));
+    REQUIRE(!ownership_handle_lookup(42, &dev) && dev == -5);
+    REQUIRE(!ownership_handle_remove(42));
     for (uint64_t h = 1; h <= 1000; h++)
-        CHECK(ownership_handle_add(h * UINT64_C(0x100000001), (int)(h % 8)));
+        REQUIRE(ownership_handle_add(h * UINT64_C(0x100000001), (int)(h % 8)));
     for (uint64_t h = 1; h <= 1000; h++)
-        CHECK(ownership_handle_lookup(h * UINT64_C(0x100000001), &dev) && dev == (int)(h % 8));
-    CHECK(ownership_handle_add(0x100000001, 7)); /* re-added: new device */
-    CHECK(ownership_handle_lookup(0x100000001, &dev) && dev == 7);
-    CHECK(ownership_handle_lookup(0x100000001, NULL));
-    CHECK(ownership_handle_remove(0x100000001) && !ownership_handle_remove(0x100000001));
-    CHECK(!ownership_handle_lookup(0x100000001, &dev));
-    CHECK(ownership_handle_lookup(2 * UINT64_C(0x100000001), &dev) && dev == 2);
+        REQUIRE(ownership_handle_lookup(h * UINT64_C(0x100000001), &dev) && dev == (int)(h % 8));
+    REQUIRE(ownership_handle_add(0x100000001, 7)); /* re-added: new device */
+    REQUIRE(ownership_handle_lookup(0x100000001, &dev) && dev == 7);
+    REQUIRE(ownership_handle_lookup(0x100000001, NULL));
+    REQUIRE(ownership_handle_remove(0x100000001) && !ownership_handle_remove(0x100000001));
+    REQUIRE(!ownership_handle_lookup(0x100000001, &dev));
+    REQUIRE(ownership_handle_lookup(2 * UINT64_C(0x100000001), &dev) && dev == 2);
     ownership_clear(); /* clears handles too */
-    CHECK(!ownership_handle_lookup(2 * UINT64_C(0x100000001), &dev));
-    CHECK(ownership_handle_add(0, 1) && ownership_handle_lookup(0, &dev) && dev == 1);
+    REQUIRE(!ownership_handle_lookup(2 * UINT64_C(0x100000001), &dev));
+    REQUIRE(ownership_handle_add(0, 1) && ownership_handle_lookup(0, &dev) && dev == 1);
     ownership_clear();
 }
 
@@ -439,9 +433,9 @@ static void check_probe(uint64_t addr)
     const struct owner_info *want = model_lookup(addr);
     struct owner_info got;
     bool found = ownership_lookup(addr, &got);
-    CHECK(found == (want != NULL));
+    REQUIRE(found == (want != NULL));
     if (found)
-        CHECK(same(&got, want));
+        REQUIRE(same(&got, want));
 }
 
 static void test_random_model(void)
@@ -458,7 +452,7 @@ static void test_random_model(void)
             int dev = (int)(rnd() % 4) - 1;
             void *ctx = &model_ctx[rnd() % 4];
             struct owner_info o = mk(b, s, dev, ctx, (enum mem_kind)(rnd() % MEM_KIND_COUNT));
-            CHECK(ownership_add(&o));
+            REQUIRE(ownership_add(&o));
             model_remove_if(b, m_last(&o), 0, NULL, 0);
             model[model_n++] = o;
         } else if (r < 750) {
@@ -473,9 +467,9 @@ static void test_random_model(void)
             struct owner_info wcopy;
             if (exp)
                 wcopy = *want;
-            CHECK(ownership_remove(b, &got) == exp);
+            REQUIRE(ownership_remove(b, &got) == exp);
             if (exp) {
-                CHECK(same(&got, &wcopy));
+                REQUIRE(same(&got, &wcopy));
                 model_remove_if(b, b, 0, NULL, 0);
             }
         } else if (r < 960) {
@@ -487,18 +481,18 @@ static void test_random_model(void)
             }
             uint64_t last = s - 1 > UINT64_MAX - b ? UINT64_MAX : b + s - 1;
             size_t want = model_remove_if(b, last, 0, NULL, 0);
-            CHECK(ownership_remove_range(b, s) == want);
+            REQUIRE(ownership_remove_range(b, s) == want);
         } else if (r < 963) {
             int d = (int)(rnd() % 5) - 1;
-            CHECK(ownership_remove_device(d) == model_remove_if(0, 0, d, NULL, 1));
+            REQUIRE(ownership_remove_device(d) == model_remove_if(0, 0, d, NULL, 1));
         } else if (r < 966) {
             void *c = &model_ctx[rnd() % 4];
-            CHECK(ownership_remove_ctx(c) == model_remove_if(0, 0, 0, c, 2));
+            REQUIRE(ownership_remove_ctx(c) == model_remove_if(0, 0, 0, c, 2));
         } else if (r < 967 && rnd() % 4 == 0) {
             ownership_clear();
             model_n = 0;
         }
-        CHECK(ownership_count() == model_n);
+        REQUIRE(ownership_count() == model_n);
         if (model_n > max_n)
             max_n = model_n;
         if (op % 500 == 0) {
@@ -536,9 +530,9 @@ static size_t vm_bytes(void)
 static void oom_child(void)
 {
     struct rlimit old;
-    CHECK(getrlimit(RLIMIT_AS, &old) == 0);
+    REQUIRE(getrlimit(RLIMIT_AS, &old) == 0);
     size_t vm = vm_bytes();
-    CHECK(vm > 0);
+    REQUIRE(vm > 0);
     signal(SIGPIPE, SIG_IGN); /* a closed stdout must not fail the test */
     struct rlimit low = old;
     low.rlim_cur = vm + 8 * MiB;
@@ -546,7 +540,7 @@ static void oom_child(void)
         printf("allocation failure: skipped, address-space limit too low\n");
         _exit(0);
     }
-    CHECK(setrlimit(RLIMIT_AS, &low) == 0);
+    REQUIRE(setrlimit(RLIMIT_AS, &low) == 0);
 
     const uint64_t packed = 0x300000000, spread = 0x7f7000000000;
     size_t n_ok = 0, fails = 0;
@@ -558,14 +552,14 @@ static void oom_child(void)
         struct owner_info o = mk(b, s, 0, NULL, MEM_KIND_DEVICE);
         if (ownership_add(&o)) {
             n_ok++;
-            CHECK(ownership_count() == n_ok);
+            REQUIRE(ownership_count() == n_ok);
         } else {
             fails++;
-            CHECK(ownership_count() == n_ok);
-            CHECK(unowned(b)); /* untouched */
+            REQUIRE(ownership_count() == n_ok);
+            REQUIRE(unowned(b)); /* untouched */
         }
     }
-    CHECK(fails > 0);
+    REQUIRE(fails > 0);
     /* Under pressure, an add that would replace records fails whole or
      * succeeds whole. */
     size_t replaced = 0, kept = 0;
@@ -580,27 +574,27 @@ static void oom_child(void)
         size_t count = ownership_count();
         struct owner_info o = mk(b, s, 1, NULL, MEM_KIND_VMM);
         if (ownership_add(&o)) {
-            CHECK(owned_by(b, b, s) && owned_by(b + s - 1, b, s));
+            REQUIRE(owned_by(b, b, s) && owned_by(b + s - 1, b, s));
             replaced++;
         } else {
-            CHECK(ownership_count() == count);
+            REQUIRE(ownership_count() == count);
             for (int k = 0; k < 5; k++) {
                 struct owner_info now;
-                CHECK(ownership_lookup(probe[k], &now) == had[k]);
-                CHECK(!had[k] || same(&now, &before[k]));
+                REQUIRE(ownership_lookup(probe[k], &now) == had[k]);
+                REQUIRE(!had[k] || same(&now, &before[k]));
             }
             kept++;
         }
     }
-    CHECK(setrlimit(RLIMIT_AS, &old) == 0);
+    REQUIRE(setrlimit(RLIMIT_AS, &old) == 0);
     /* Everything still answers, and everything goes away. */
     size_t n = ownership_count();
-    CHECK(n > 0);
+    REQUIRE(n > 0);
     ownership_clear();
-    CHECK(ownership_count() == 0);
+    REQUIRE(ownership_count() == 0);
     for (uint64_t i = 1; i < 1000; i++)
         add_ok(packed + i * 512, 512, 0);
-    CHECK(ownership_count() == 999 && owned_by(packed + 999 * 512 + 1, packed + 999 * 512, 512));
+    REQUIRE(ownership_count() == 999 && owned_by(packed + 999 * 512 + 1, packed + 999 * 512, 512));
     printf("allocation failure: %zu adds fitted, %zu failed cleanly; under pressure "
            "%zu replacing adds succeeded, %zu failed cleanly\n",
            n_ok, fails, replaced, kept);
@@ -618,12 +612,12 @@ static void test_alloc_failure(void)
     fflush(stdout);
     fflush(stderr);
     pid_t pid = fork();
-    CHECK(pid >= 0);
+    REQUIRE(pid >= 0);
     if (pid == 0)
         oom_child();
     int status = 0;
-    CHECK(waitpid(pid, &status, 0) == pid);
-    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    REQUIRE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 /* ---- concurrency ---- */
@@ -644,9 +638,9 @@ static void check_shared(uint64_t *st)
     int i = (int)(*st % SHARED);
     uint64_t b = shared_base(i), s = shared_size(i);
     struct owner_info o;
-    CHECK(ownership_lookup(b + *st % s, &o));
-    CHECK(o.base == b && o.size == s && o.device == 100 + i);
-    CHECK(unowned(b + s) && unowned(b - 1));
+    REQUIRE(ownership_lookup(b + *st % s, &o));
+    REQUIRE(o.base == b && o.size == s && o.device == 100 + i);
+    REQUIRE(unowned(b + s) && unowned(b - 1));
 }
 
 static void *worker(void *arg)
@@ -664,19 +658,19 @@ static void *worker(void *arg)
         uint64_t size = 1 + st % (UINT64_C(1) << (st >> 58) % 45);
         uint64_t base = region + (st >> 20) % ((UINT64_C(1) << 44) - size + 1);
         struct owner_info in = mk(base, size, t, &worker_ctx[t], MEM_KIND_DEVICE);
-        CHECK(ownership_add(&in));
+        REQUIRE(ownership_add(&in));
         struct owner_info o;
-        CHECK(ownership_lookup(base, &o) && same(&o, &in));
-        CHECK(ownership_lookup(base + size - 1, &o) && same(&o, &in));
-        CHECK(ownership_lookup(base + size / 3, &o) && same(&o, &in));
-        CHECK(unowned(base + size) && unowned(base - 1));
+        REQUIRE(ownership_lookup(base, &o) && same(&o, &in));
+        REQUIRE(ownership_lookup(base + size - 1, &o) && same(&o, &in));
+        REQUIRE(ownership_lookup(base + size / 3, &o) && same(&o, &in));
+        REQUIRE(unowned(base + size) && unowned(base - 1));
         check_shared(&st);
         if (it % 4 == 0) {
-            CHECK(ownership_remove_range(base + size - 1, 1) == 1);
+            REQUIRE(ownership_remove_range(base + size - 1, 1) == 1);
         } else {
-            CHECK(ownership_remove(base, &o) && same(&o, &in));
+            REQUIRE(ownership_remove(base, &o) && same(&o, &in));
         }
-        CHECK(unowned(base) && unowned(base + size - 1));
+        REQUIRE(unowned(base) && unowned(base + size - 1));
     }
     atomic_fetch_sub(&workers_left, 1);
     return NULL;
@@ -699,18 +693,18 @@ static void test_concurrency(void)
     for (int i = 0; i < SHARED; i++) {
         struct owner_info o = mk(shared_base(i), shared_size(i), 100 + i, NULL,
                                  MEM_KIND_HOST_PINNED);
-        CHECK(ownership_add(&o));
+        REQUIRE(ownership_add(&o));
     }
     atomic_store(&workers_left, WORKERS);
     pthread_t th[WORKERS + READERS];
     for (int t = 0; t < WORKERS; t++)
-        CHECK(pthread_create(&th[t], NULL, worker, (void *)(intptr_t)t) == 0);
+        REQUIRE(pthread_create(&th[t], NULL, worker, (void *)(intptr_t)t) == 0);
     for (int t = 0; t < READERS; t++)
-        CHECK(pthread_create(&th[WORKERS + t], NULL, reader, (void *)(intptr_t)t) == 0);
+        REQUIRE(pthread_create(&th[WORKERS + t], NULL, reader, (void *)(intptr_t)t) == 0);
     for (int t = 0; t < WORKERS + READERS; t++)
-        CHECK(pthread_join(th[t], NULL) == 0);
-    CHECK(ownership_count() == SHARED);
-    CHECK(ownership_remove_device(100) == 1 && ownership_count() == SHARED - 1);
+        REQUIRE(pthread_join(th[t], NULL) == 0);
+    REQUIRE(ownership_count() == SHARED);
+    REQUIRE(ownership_remove_device(100) == 1 && ownership_count() == SHARED - 1);
     ownership_clear();
 }
 

@@ -1,0 +1,2 @@
+int high_done(int x);
+int high_entry(int x);

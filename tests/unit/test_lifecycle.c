@@ -1,0 +1,110 @@
+/* The lifecycle table (shim.h): the order its rows run around fork and at
+ * exit, start-up rows and rows registered later alike. shim.c is built in
+ * with stand-ins for the peer, record and stats functions its own rows
+ * name (the ownership table's are real). Test rows take the places of the
+ * thread-id cache (a start-up row here: registered before shim_init), the
+ * bounce module (registered after it) and the bounce summary (report and
+ * reset only). Each handler appends its mark to a trace that the parent,
+ * the child and an exit check compare. */
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../check.h"
+#include "peer.h"
+#include "record.h"
+#include "shim.h"
+#include "stats.h"
+
+static char trace[256];
+
+static void mark(const char *m)
+{
+    strncat(trace, m, sizeof trace - strlen(trace) - 1);
+}
+
+#define MARK(fn, text)                                                                \
+    static void fn(void)                                                              \
+    {                                                                                 \
+        mark(text);                                                                   \
+    }
+#define STAND_IN(fn, text)                                                            \
+    void fn(void)                                                                     \
+    {                                                                                 \
+        mark(text);                                                                   \
+    }
+MARK(early_prepare, "Ep ")
+MARK(early_parent, "Eo ")
+MARK(early_child, "Ec ")
+MARK(early_exit, "Ex ")
+MARK(early_report, "Er ")
+MARK(early_reset, "Ez ")
+MARK(late_prepare, "Lp ")
+MARK(late_parent, "Lo ")
+MARK(late_child, "Lc ")
+MARK(late_exit, "Lx ")
+MARK(summary_report, "Sr ")
+MARK(summary_reset, "Sz ")
+STAND_IN(peer_fork_prepare, "Pp ")
+STAND_IN(peer_fork_release, "Pr ")
+STAND_IN(record_fork_child, "Rc ")
+STAND_IN(record_flush_final, "Rx ")
+STAND_IN(stats_report, "Tr ")
+STAND_IN(stats_reset, "Tz ")
+
+void record_open(const char *pattern, const char *mode, size_t limit)
+{
+    (void)pattern, (void)mode, (void)limit;
+    mark("Ro "); /* no run log is configured here: never */
+}
+
+static const struct shim_module early = {"early",    early_prepare, early_parent, early_child,
+                                         early_exit, early_report,  early_reset};
+static const struct shim_module late = {"late",    late_prepare, late_parent, late_child,
+                                        late_exit, NULL,         NULL};
+static const struct shim_module summary = {.name = "summary",
+                                           .report = summary_report,
+                                           .reset = summary_reset};
+static const struct shim_module intruder = {.name = "second", .at_exit = early_report};
+
+/* Runs last of all exit handlers (registered first): the late row's exit
+ * work before the start-up rows', then every report, top to bottom. */
+static void check_exit_order(void)
+{
+    const char *want = "Lx Rx Ex Er Tr Sr ";
+    if (strcmp(trace, want) != 0) {
+        fprintf(stderr, "FAIL exit order \"%s\", want \"%s\"\n", trace, want);
+        _exit(1);
+    }
+}
+
+int main(void)
+{
+    atexit(check_exit_order);
+    shim_register(SHIM_ROW_THREAD_ID, &early);
+    shim_init();
+    shim_register(SHIM_ROW_BOUNCE, &late);
+    shim_register(SHIM_ROW_BOUNCE, &intruder); /* a place is taken once */
+    shim_register(SHIM_ROW_BOUNCE_SUMMARY, &summary);
+    shim_register(SHIM_ROW_COUNT, &intruder); /* no such place: ignored */
+
+    fflush(NULL);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        /* prepare: the bounce row above the start-up ones; the child runs
+         * them bottom to top, then every reset. */
+        const char *want = "Lp Pp Ep Ec Rc Pr Ez Tz Sz Lc ";
+        if (strcmp(trace, want) != 0) {
+            fprintf(stderr, "FAIL child order \"%s\", want \"%s\"\n", trace, want);
+            _exit(1);
+        }
+        _exit(0);
+    }
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK_MSG(strcmp(trace, "Lp Pp Ep Eo Pr Lo ") == 0, "parent order \"%s\"", trace);
+    trace[0] = '\0';
+    return check_report();
+}
