@@ -8,6 +8,7 @@
 #include "ownership.h"
 #include "peer.h"
 #include "record.h"
+#include "shim_alloc.h"
 #include "stats.h"
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -23,10 +24,12 @@ static void fork_prepare(void)
 {
     peer_fork_prepare();
     ownership_fork_prepare();
+    shim_alloc_fork_prepare(); /* last: the others allocate under their locks */
 }
 
 static void fork_release(void)
 {
+    shim_alloc_fork_release();
     ownership_fork_release();
     peer_fork_release();
 }

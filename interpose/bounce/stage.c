@@ -4,11 +4,11 @@
  * into place with UFFDIO_COPY, double-buffered. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <stdlib.h>
 
 #include "bounce_int.h"
 #include "driver.h"
 #include "hooks.h"
+#include "shim_alloc.h"
 #include "uffd.h"
 
 #define STAGE_BYTES ((size_t)4 << 20) /* one half of a staging buffer */
@@ -55,7 +55,7 @@ static CUstream stage_ready(struct stage *st, CUcontext ctx)
         bgpu_pop();
     }
     if (st->mem == NULL) {
-        st->mem = malloc(2 * STAGE_BYTES); /* pageable: slower, still right */
+        st->mem = shim_alloc(2 * STAGE_BYTES); /* pageable: slower, still right */
         st->pinned = false;
     }
     if (st->mem == NULL)
