@@ -133,6 +133,7 @@ void sd_read_config(struct sd_config *cfg)
     cfg->max_peers = (int)env_long("STANDIN_MAX_PEERS", 8, 0, 1 << 20);
     cfg->arena_bytes = (size_t)env_long("STANDIN_ARENA_MB", 256, 1, 16384) << 20;
     cfg->eager_nonblocking = (int)env_long("STANDIN_EAGER_NONBLOCKING", 0, 0, 1);
+    cfg->leak_report = (int)env_long("STANDIN_LEAK_REPORT", 0, 0, 1);
 
     const char *t = getenv("STANDIN_TOPOLOGY");
     int ok = 1;
@@ -337,6 +338,12 @@ struct CUctx_st *sd_ctx_new(int dev, int primary)
 
 void sd_ctx_clear(struct CUctx_st *c)
 {
+    if (sd.cfg.leak_report) {
+        char when[64];
+        snprintf(when, sizeof when, "the end of a %scontext of device %d",
+                 c->primary ? "primary " : "", c->dev);
+        sd_leak_report(c, when);
+    }
     /* Pending work first: it may read or write what is about to go. */
     sd_flush_all();
     sd_streams_drop_ctx(c);
@@ -404,6 +411,8 @@ void sd_teardown_all(void)
 __attribute__((destructor)) static void sd_fini(void)
 {
     pthread_mutex_lock(&sd_mu);
+    if (sd.cfg.leak_report && sd.initialized)
+        sd_leak_report(NULL, "unload");
     sd_teardown_all();
     pthread_mutex_unlock(&sd_mu);
 }
