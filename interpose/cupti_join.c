@@ -9,12 +9,11 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <uthash.h>
 
 #include "driver.h"
 #include "log.h"
 #include "record.h"
+#include "shim_hash.h"
 
 /* CUPTI's entry points, found with dlsym: the shim links no CUDA library. */
 static struct {
@@ -80,7 +79,7 @@ static void emit_or_hold(uint32_t correlation, const char *kind, uint64_t bytes,
         atomic_fetch_add(&joined, 1);
         return;
     }
-    struct pending *p = malloc(sizeof *p);
+    struct pending *p = shim_alloc(sizeof *p);
     if (p == NULL)
         return;
     *p = (struct pending){correlation, kind, bytes, start, end, src, dst, stream, pending_list};
@@ -92,7 +91,7 @@ static void add_correlation(uint32_t correlation, uint64_t decision)
     struct corr_entry *c = NULL;
     HASH_FIND(hh, corr_map, &correlation, sizeof correlation, c);
     if (c == NULL) {
-        c = malloc(sizeof *c);
+        c = shim_alloc(sizeof *c);
         if (c == NULL)
             return;
         c->correlation = correlation;
@@ -118,7 +117,7 @@ static void resolve_pending(bool final)
                         p->dst, p->stream);
         atomic_fetch_add(c ? &joined : &unjoined, 1);
         *pp = p->next;
-        free(p);
+        shim_free(p, sizeof *p);
     }
 }
 
@@ -144,7 +143,7 @@ static void handle(const CUpti_Activity *rec)
 
 static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
 {
-    *buffer = aligned_alloc(8, BUFFER_BYTES);
+    *buffer = shim_alloc(BUFFER_BYTES); /* its own mapping: page-aligned */
     *size = *buffer ? BUFFER_BYTES : 0;
     *max_records = 0;
 }
@@ -161,7 +160,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
         handle(rec);
     resolve_pending(false);
     pthread_mutex_unlock(&join_lock);
-    free(buffer);
+    shim_free(buffer, BUFFER_BYTES); /* every buffer is buffer_requested's */
 }
 
 static void *open_cupti(void)

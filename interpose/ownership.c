@@ -31,7 +31,6 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* Every key in this file is a uint64_t. A multiplicative hash: uthash
@@ -50,7 +49,7 @@ static inline unsigned hash_u64(uint64_t key)
 /* An allocation failure inside uthash leaves the element out of the table
  * (hh.tbl == NULL) instead of exiting the program. */
 #define HASH_NONFATAL_OOM 1
-#include <uthash.h>
+#include "shim_hash.h"
 
 #include "thread_cache.h"
 
@@ -84,6 +83,8 @@ struct granule {
     bool pinned;                /* reserved by an ownership_add in progress */
     struct slot inl[INLINE_SLOTS];
 };
+/* A granule's block: whole cache lines (shim_alloc aligns it to one). */
+#define GRANULE_BYTES (sizeof(struct granule) + (64 - sizeof(struct granule) % 64) % 64)
 
 struct handle_entry {
     UT_hash_handle hh;
@@ -213,8 +214,8 @@ static void granule_free(struct granule *g)
 {
     granule_unhash(g);
     if (g->v != g->inl)
-        free(g->v);
-    free(g);
+        shim_free(g->v, g->cap * sizeof *g->v);
+    shim_free(g, GRANULE_BYTES);
 }
 
 /* Makes sure the granule exists and has room for one more slot, and pins
@@ -223,7 +224,7 @@ static bool granule_reserve(uint64_t key)
 {
     struct granule *g = granule_find(key);
     if (g == NULL) {
-        g = aligned_alloc(64, sizeof *g + (64 - sizeof *g % 64) % 64);
+        g = shim_alloc(GRANULE_BYTES);
         if (g == NULL)
             return false;
         memset(g, 0, sizeof *g);
@@ -231,18 +232,18 @@ static bool granule_reserve(uint64_t key)
         g->v = g->inl;
         g->cap = INLINE_SLOTS;
         if (!granule_insert(g)) {
-            free(g);
+            shim_free(g, GRANULE_BYTES);
             return false;
         }
     } else if (g->n == g->cap) {
         uint32_t cap = g->cap * 2;
         struct slot *v;
         if (g->v == g->inl) {
-            v = malloc(cap * sizeof *v);
+            v = shim_alloc(cap * sizeof *v);
             if (v != NULL)
                 memcpy(v, g->inl, sizeof g->inl);
         } else {
-            v = realloc(g->v, cap * sizeof *v);
+            v = shim_realloc(g->v, g->cap * sizeof *v, cap * sizeof *v);
         }
         if (v == NULL)
             return false;
@@ -281,7 +282,7 @@ static void granule_drop_slot(struct granule *g, const struct range *r)
         /* Back to the inline slots, still leaving one free so that a
          * pending reservation holds. */
         memcpy(g->inl, g->v, g->n * sizeof *g->v);
-        free(g->v);
+        shim_free(g->v, g->cap * sizeof *g->v);
         g->v = g->inl;
         g->cap = INLINE_SLOTS;
     }
@@ -337,7 +338,7 @@ static size_t remove_doomed(struct range *doomed)
     while (doomed != NULL) {
         struct range *next = doomed->doomed_next;
         range_unlink(doomed);
-        free(doomed);
+        shim_free(doomed, sizeof *doomed);
         doomed = next;
         n++;
     }
@@ -410,7 +411,7 @@ bool ownership_add(const struct owner_info *info)
         return false;
     if (info->size == 0)
         return true;
-    struct range *r = malloc(sizeof *r);
+    struct range *r = shim_alloc(sizeof *r);
     if (r == NULL)
         return false;
     memset(r, 0, sizeof *r);
@@ -425,7 +426,7 @@ bool ownership_add(const struct owner_info *info)
             if (i > first)
                 granules_unpin(r->level, first, i - 1);
             pthread_rwlock_unlock(&table_lock);
-            free(r);
+            shim_free(r, sizeof *r);
             return false;
         }
     }
@@ -499,7 +500,7 @@ bool ownership_remove(uintptr_t base, struct owner_info *removed)
     range_unlink(r);
     table_changed();
     pthread_rwlock_unlock(&table_lock);
-    free(r);
+    shim_free(r, sizeof *r);
     return true;
 }
 
@@ -559,7 +560,7 @@ void ownership_clear(void)
     pthread_rwlock_wrlock(&table_lock);
     while (ranges != NULL) {
         struct range *next = ranges->next;
-        free(ranges);
+        shim_free(ranges, sizeof *ranges);
         ranges = next;
     }
     while (granules != NULL)
@@ -574,7 +575,7 @@ void ownership_clear(void)
     while (handles != NULL) {
         struct handle_entry *h = handles;
         handle_unhash(h);
-        free(h);
+        shim_free(h, sizeof *h);
     }
     pthread_mutex_unlock(&handle_lock);
 }
@@ -586,13 +587,13 @@ bool ownership_handle_add(uint64_t handle, int device)
     struct handle_entry *h = handle_find(handle);
     if (h != NULL) {
         h->device = device;
-    } else if ((h = malloc(sizeof *h)) == NULL) {
+    } else if ((h = shim_alloc(sizeof *h)) == NULL) {
         ok = false;
     } else {
         h->handle = handle;
         h->device = device;
         if (!handle_insert(h)) {
-            free(h);
+            shim_free(h, sizeof *h);
             ok = false;
         }
     }
@@ -618,7 +619,7 @@ bool ownership_handle_remove(uint64_t handle)
     if (found)
         handle_unhash(h);
     pthread_mutex_unlock(&handle_lock);
-    free(h);
+    shim_free(h, sizeof *h);
     return found;
 }
 

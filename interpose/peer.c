@@ -3,12 +3,11 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdlib.h>
 #include <string.h>
-#include <uthash.h>
 
 #include "driver.h"
 #include "log.h"
+#include "shim_hash.h"
 #include "stats.h"
 #include "thread_cache.h"
 
@@ -57,7 +56,7 @@ static struct link_state *get_link(CUcontext from, int from_dev, CUcontext to, i
             s->to_dev = to_dev;
         return s;
     }
-    s = calloc(1, sizeof *s);
+    s = shim_alloc(sizeof *s);
     if (s == NULL)
         return NULL;
     s->key.from = from;
@@ -306,7 +305,7 @@ static void forget_if(bool (*match)(const struct link_state *, const void *), co
     HASH_ITER(hh, links, s, tmp) {
         if (match(s, arg)) {
             HASH_DEL(links, s);
-            free(s);
+            shim_free(s, sizeof *s);
         }
     }
     atomic_fetch_add(&generation, 1);

@@ -9,6 +9,7 @@
 #include "ownership.h"
 #include "peer.h"
 #include "record.h"
+#include "shim_alloc.h"
 #include "stats.h"
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -40,6 +41,12 @@ static const struct shim_module stats_row = {
     .name = "stats",
     .report = stats_report,
     .reset = stats_reset,
+};
+static const struct shim_module alloc_row = {
+    .name = "shim-alloc",
+    .fork_prepare = shim_alloc_fork_prepare,
+    .fork_parent = shim_alloc_fork_release,
+    .fork_child = shim_alloc_fork_release,
 };
 
 static _Atomic(const struct shim_module *) rows[SHIM_ROW_COUNT];
@@ -157,14 +164,16 @@ LATE_HANDLERS(SHIM_ROW_OWNERSHIP)
 LATE_HANDLERS(SHIM_ROW_RECORD)
 LATE_HANDLERS(SHIM_ROW_THREAD_ID)
 LATE_HANDLERS(SHIM_ROW_STATS)
+LATE_HANDLERS(SHIM_ROW_ALLOC)
 LATE_HANDLERS(SHIM_ROW_BOUNCE_SUMMARY)
 static const struct handlers late[SHIM_ROW_COUNT] = {
     LATE_ENTRY(SHIM_ROW_BOUNCE),         LATE_ENTRY(SHIM_ROW_PEER),
     LATE_ENTRY(SHIM_ROW_OWNERSHIP),      LATE_ENTRY(SHIM_ROW_RECORD),
     LATE_ENTRY(SHIM_ROW_THREAD_ID),      LATE_ENTRY(SHIM_ROW_STATS),
+    LATE_ENTRY(SHIM_ROW_ALLOC),
     LATE_ENTRY(SHIM_ROW_BOUNCE_SUMMARY),
 };
-_Static_assert(SHIM_ROW_COUNT == 7, "one LATE_HANDLERS and LATE_ENTRY per row");
+_Static_assert(SHIM_ROW_COUNT == 8, "one LATE_HANDLERS and LATE_ENTRY per row");
 
 static bool has_handlers(const struct shim_module *m)
 {
@@ -195,6 +204,7 @@ static void start_table(void)
     shim_register(SHIM_ROW_OWNERSHIP, &ownership_row);
     shim_register(SHIM_ROW_RECORD, &record_row);
     shim_register(SHIM_ROW_STATS, &stats_row);
+    shim_register(SHIM_ROW_ALLOC, &alloc_row);
     pthread_mutex_lock(&table_mu);
     started = true;
     pthread_mutex_unlock(&table_mu);

@@ -33,6 +33,8 @@ const struct p2pshim_config *shim_config(void);
  *                            exit after the bounce module's last work
  *   SHIM_ROW_THREAD_ID       the cached thread id (copy.c)
  *   SHIM_ROW_STATS           the exit summary's copy lines (stats.c)
+ *   SHIM_ROW_ALLOC           the shim's own memory (shim_alloc.c): its lock,
+ *                            taken last (the rows above allocate under theirs)
  *   SHIM_ROW_BOUNCE_SUMMARY  the bounce module's summary line, after them
  *
  * fork_prepare runs top to bottom; fork_parent and fork_child bottom to top
@@ -69,6 +71,7 @@ enum shim_row {
     SHIM_ROW_RECORD,
     SHIM_ROW_THREAD_ID,
     SHIM_ROW_STATS,
+    SHIM_ROW_ALLOC,
     SHIM_ROW_BOUNCE_SUMMARY,
     SHIM_ROW_COUNT
 };

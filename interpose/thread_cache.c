@@ -2,11 +2,16 @@
 #include "thread_cache.h"
 
 #include <stddef.h>
-#include <stdlib.h>
 
-/* What precedes the caller's bytes: where the thread keeps its pointer. */
+#include "shim_alloc.h"
+
+/* What precedes the caller's bytes: where the thread keeps its pointer,
+ * and the block's size (to give it back). */
 union header {
-    void **slot;
+    struct {
+        void **slot;
+        size_t bytes;
+    } h;
     max_align_t align;
 };
 
@@ -17,8 +22,8 @@ static pthread_mutex_t setup_lock = PTHREAD_MUTEX_INITIALIZER;
 static void release(void *block)
 {
     union header *h = block;
-    *h->slot = NULL;
-    free(h);
+    *h->h.slot = NULL;
+    shim_free(h, h->h.bytes);
 }
 
 void *thread_cache_get(struct thread_cache *c, void **slot)
@@ -29,12 +34,14 @@ void *thread_cache_get(struct thread_cache *c, void **slot)
     pthread_mutex_unlock(&setup_lock);
     if (!c->have_key)
         return NULL; /* no key: a block could never be freed */
-    union header *h = calloc(1, sizeof *h + c->size);
+    size_t bytes = sizeof(union header) + c->size;
+    union header *h = shim_alloc(bytes);
     if (h == NULL)
         return NULL;
-    h->slot = slot;
+    h->h.slot = slot;
+    h->h.bytes = bytes;
     if (pthread_setspecific(c->key, h) != 0) {
-        free(h);
+        shim_free(h, bytes);
         return NULL;
     }
     return h + 1;

@@ -96,7 +96,9 @@ void bounce_gpu_work(void);
 void bounce_gpu_writes(CUdeviceptr dst, size_t bytes);
 
 /* A context reset or destroyed (ctx NULL with dev >= 0: every context of
- * dev): snapshots held there are materialised and freed first. */
+ * dev; dev < 0: every context): snapshots held there are materialised
+ * and freed first, then the idle buffers, staging memory and streams the
+ * shim made there. */
 void bounce_ctx_gone(CUcontext ctx, int dev);
 
 /* The program's allocation on dev failed for lack of memory: frees every

@@ -171,8 +171,9 @@ int bgpu_fill(const struct dbuf *b, size_t off, uintptr_t addr, size_t len);
 CUevent bgpu_snapshot_aside(const struct copy_call *call, struct dbuf *b, CUdeviceptr src,
                             size_t bytes);
 
-/* Drops the staging memory and streams of a context about to go (ctx
- * NULL: those of every context of dev). */
+/* Frees the pinned staging memory and destroys the streams of a context
+ * about to go (ctx NULL: those of every context of dev; and dev < 0: of
+ * every context, at exit). */
 void bgpu_ctx_gone(CUcontext ctx, int dev);
 
 /* The budget of dev in bytes (from the configuration; a percentage of

@@ -189,16 +189,18 @@ void bounce_fork_child(void)
 }
 
 /* At exit, before the runtime tears the contexts down (atexit runs in
- * reverse order, and ours is registered after cudart's): lazy pages are
- * filled so that later readers (destructors, other exit handlers) see
- * them. No new snapshot is taken afterwards. */
+ * reverse order, and ours is registered at the first predicted bounce,
+ * after cudart registered its own at its start): every snapshot ends, its
+ * lazy pages filled first (later readers, destructors and other exit
+ * handlers, see the bytes) and its registration dropped; then its device
+ * buffer, the idle ones, their events, the pinned staging memory and the
+ * shim's streams are given back while their contexts still work. No new
+ * snapshot is taken afterwards. A context the program reset or destroyed
+ * earlier took its share along then (bounce_ctx_gone). */
 void bounce_at_exit(void)
 {
     atomic_store(&bounce_disabled, true);
-    if (!any_snapshot())
-        return;
-    bounce_fork_prepare(); /* fills every lazy page */
-    pthread_mutex_unlock(&bounce_mu);
+    bounce_ctx_gone(NULL, -1);
 }
 
 /* ---- statistics --------------------------------------------------------- */

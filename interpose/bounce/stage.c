@@ -4,11 +4,11 @@
  * into place with UFFDIO_COPY, double-buffered. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <stdlib.h>
 
 #include "bounce_int.h"
 #include "driver.h"
 #include "hooks.h"
+#include "shim_alloc.h"
 #include "uffd.h"
 
 #define STAGE_BYTES ((size_t)4 << 20) /* one half of a staging buffer */
@@ -55,7 +55,7 @@ static CUstream stage_ready(struct stage *st, CUcontext ctx)
         bgpu_pop();
     }
     if (st->mem == NULL) {
-        st->mem = malloc(2 * STAGE_BYTES); /* pageable: slower, still right */
+        st->mem = shim_alloc(2 * STAGE_BYTES); /* pageable: slower, still right */
         st->pinned = false;
     }
     if (st->mem == NULL)
@@ -80,11 +80,19 @@ static CUstream stage_ready(struct stage *st, CUcontext ctx)
     return s;
 }
 
+/* Whether a thing of context c on device d goes with (ctx, dev): ctx's
+ * own; ctx NULL: every context of dev; both unset (dev < 0): all. */
+static bool goes_with(CUcontext c, int d, CUcontext ctx, int dev)
+{
+    return ctx != NULL ? c == ctx : dev < 0 || d == dev;
+}
+
 static void stage_ctx_gone(struct stage *st, CUcontext ctx, int dev)
 {
+    CUresult (*stream_destroy)(CUstream) =
+        (CUresult(*)(CUstream))driver_symbol("cuStreamDestroy_v2");
     pthread_mutex_lock(&st->mu);
-    if (st->mem != NULL && st->pinned &&
-        (st->mem_ctx == ctx || (ctx == NULL && st->mem_dev == dev))) {
+    if (st->mem != NULL && st->pinned && goes_with(st->mem_ctx, st->mem_dev, ctx, dev)) {
         const struct driver_api *d = driver_api();
         if (d->mem_free_host && bgpu_push(st->mem_ctx)) {
             d->mem_free_host(st->mem);
@@ -93,8 +101,15 @@ static void stage_ctx_gone(struct stage *st, CUcontext ctx, int dev)
         st->mem = NULL;
     }
     for (int i = 0; i < STAGE_CTX; i++)
-        if (st->ctx[i] != NULL && (st->ctx[i] == ctx || (ctx == NULL && st->dev[i] == dev))) {
-            /* The stream dies with its context. */
+        if (st->ctx[i] != NULL && goes_with(st->ctx[i], st->dev[i], ctx, dev)) {
+            /* Destroyed, not left to die with its context: a leak
+             * checker lists what a context still holds when it goes,
+             * and at exit no context of ours goes at all. Nothing waits:
+             * a stream's pending work completes after its destroy. */
+            if (stream_destroy != NULL && bgpu_push(st->ctx[i])) {
+                stream_destroy(st->stream[i]);
+                bgpu_pop();
+            }
             st->ctx[i] = NULL;
             st->stream[i] = NULL;
         }

@@ -53,6 +53,8 @@ struct sd_config {
                               * stream runs at issue, as soon as its dependencies
                               * allow (a GPU may start it before older work of
                               * other streams): exposes a missing wait */
+    int leak_report;         /* STANDIN_LEAK_REPORT=1: sd_leak_report at every
+                              * context teardown and at unload */
 };
 
 /* ---- contexts ---- */
@@ -310,6 +312,10 @@ void sd_account(const struct sd_alloc *dst, const struct sd_alloc *src, size_t b
  * stand-in's regions is pageable host memory (*out = NULL). */
 CUresult sd_known_operand(uintptr_t p, size_t span, struct sd_alloc **out);
 CUresult sd_any_operand(uintptr_t p, size_t span, struct sd_alloc **out);
+
+/* sd_control.c: prints what is alive in c (NULL: everywhere), by kind,
+ * on stdout (through stdio: in order with the program's own output). */
+void sd_leak_report(const struct CUctx_st *c, const char *when);
 
 /* sd_procaddr.c */
 const char *sd_error_name(CUresult r);

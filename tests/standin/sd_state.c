@@ -11,61 +11,38 @@ struct sd_state sd = {.generation = 1};
 pthread_mutex_t sd_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* ------------------------------------------------------------------ */
-/* Named counters: open addressing over strdup'ed names, doubled at half
- * load. Two tables: calls (per exported function) and lookups (per
- * symbol asked of cuGetProcAddress). */
+/* Named counters: open addressing over names kept in the slots. Two
+ * tables: calls (per exported function) and lookups (per symbol asked of
+ * cuGetProcAddress). Fixed tables, no allocation: a call the shim makes
+ * for itself must not change the program's heap (tests/footprint's heap
+ * probe compares it with and without the shim), as a real driver's
+ * function call does not allocate to count itself. Names are cut at
+ * SD_CTR_NAME - 1 characters; a full table stops counting new names. */
 
-struct sd_ctr { char *name; uint64_t n; };
-static struct { struct sd_ctr *slot; size_t cap, used; } ctr[2];
+#define SD_CTR_NAME 96
+#define SD_CTR_SLOTS 2048 /* a power of two, well above the exports and names asked */
+struct sd_ctr { char name[SD_CTR_NAME]; uint64_t n; };
+static struct { struct sd_ctr slot[SD_CTR_SLOTS]; size_t used; } ctr[2];
 
 static uint64_t hash_str(const char *s)
 {
     uint64_t h = 1469598103934665603ull;   /* FNV-1a */
-    for (; *s; s++)
+    for (size_t k = 0; *s && k < SD_CTR_NAME - 1; s++, k++)
         h = (h ^ (unsigned char)*s) * 1099511628211ull;
     return h;
 }
 
 static struct sd_ctr *ctr_find(int t, const char *name, int create)
 {
-    if (ctr[t].cap == 0) {
-        if (!create)
-            return NULL;
-        ctr[t].cap = 512;
-        ctr[t].slot = calloc(ctr[t].cap, sizeof *ctr[t].slot);
-        if (!ctr[t].slot) {
-            ctr[t].cap = 0;
-            return NULL;
-        }
-    }
-    if (create && 2 * (ctr[t].used + 1) > ctr[t].cap) {
-        size_t ncap = 2 * ctr[t].cap;
-        struct sd_ctr *ns = calloc(ncap, sizeof *ns);
-        if (!ns)
-            return NULL;
-        for (size_t i = 0; i < ctr[t].cap; i++) {
-            if (!ctr[t].slot[i].name)
-                continue;
-            size_t j = hash_str(ctr[t].slot[i].name) & (ncap - 1);
-            while (ns[j].name)
-                j = (j + 1) & (ncap - 1);
-            ns[j] = ctr[t].slot[i];
-        }
-        free(ctr[t].slot);
-        ctr[t].slot = ns;
-        ctr[t].cap = ncap;
-    }
-    size_t i = hash_str(name) & (ctr[t].cap - 1);
-    while (ctr[t].slot[i].name) {
-        if (strcmp(ctr[t].slot[i].name, name) == 0)
+    size_t i = hash_str(name) & (SD_CTR_SLOTS - 1);
+    while (ctr[t].slot[i].name[0]) {
+        if (strncmp(ctr[t].slot[i].name, name, SD_CTR_NAME - 1) == 0)
             return &ctr[t].slot[i];
-        i = (i + 1) & (ctr[t].cap - 1);
+        i = (i + 1) & (SD_CTR_SLOTS - 1);
     }
-    if (!create)
+    if (!create || name[0] == '\0' || 2 * (ctr[t].used + 1) > SD_CTR_SLOTS)
         return NULL;
-    ctr[t].slot[i].name = strdup(name);
-    if (!ctr[t].slot[i].name)
-        return NULL;
+    snprintf(ctr[t].slot[i].name, SD_CTR_NAME, "%s", name);
     ctr[t].used++;
     return &ctr[t].slot[i];
 }
@@ -86,7 +63,7 @@ uint64_t sd_counter(int table, const char *name)
 void sd_counters_clear(void)
 {
     for (int t = 0; t < 2; t++)
-        for (size_t i = 0; i < ctr[t].cap; i++)
+        for (size_t i = 0; i < SD_CTR_SLOTS; i++)
             ctr[t].slot[i].n = 0;
 }
 
@@ -156,6 +133,7 @@ void sd_read_config(struct sd_config *cfg)
     cfg->max_peers = (int)env_long("STANDIN_MAX_PEERS", 8, 0, 1 << 20);
     cfg->arena_bytes = (size_t)env_long("STANDIN_ARENA_MB", 256, 1, 16384) << 20;
     cfg->eager_nonblocking = (int)env_long("STANDIN_EAGER_NONBLOCKING", 0, 0, 1);
+    cfg->leak_report = (int)env_long("STANDIN_LEAK_REPORT", 0, 0, 1);
 
     const char *t = getenv("STANDIN_TOPOLOGY");
     int ok = 1;
@@ -360,6 +338,12 @@ struct CUctx_st *sd_ctx_new(int dev, int primary)
 
 void sd_ctx_clear(struct CUctx_st *c)
 {
+    if (sd.cfg.leak_report) {
+        char when[64];
+        snprintf(when, sizeof when, "the end of a %scontext of device %d",
+                 c->primary ? "primary " : "", c->dev);
+        sd_leak_report(c, when);
+    }
     /* Pending work first: it may read or write what is about to go. */
     sd_flush_all();
     sd_streams_drop_ctx(c);
@@ -427,13 +411,8 @@ void sd_teardown_all(void)
 __attribute__((destructor)) static void sd_fini(void)
 {
     pthread_mutex_lock(&sd_mu);
+    if (sd.cfg.leak_report && sd.initialized)
+        sd_leak_report(NULL, "unload");
     sd_teardown_all();
-    for (int t = 0; t < 2; t++) {
-        for (size_t i = 0; i < ctr[t].cap; i++)
-            free(ctr[t].slot[i].name);
-        free(ctr[t].slot);
-        ctr[t].slot = NULL;
-        ctr[t].cap = ctr[t].used = 0;
-    }
     pthread_mutex_unlock(&sd_mu);
 }

@@ -17,6 +17,11 @@
  *                            CUDA_ERROR_PEER_ACCESS_UNSUPPORTED although
  *                            cuDeviceCanAccessPeer says 1
  *   STANDIN_ARENA_MB=M       device memory per device (default 256)
+ *   STANDIN_LEAK_REPORT=1    at every context's end (cuCtxDestroy, a
+ *                            primary reset or last release) and at unload,
+ *                            one line on stdout: what is still alive there
+ *                            (allocations by kind with bytes, streams the
+ *                            program created, events), as standin_leak_report
  *
  * All functions are thread-safe and callable before cuInit. */
 #ifndef P2PSHIM_STANDIN_H
@@ -98,6 +103,11 @@ void standin_reload_config(void);
  * the driver hands out a profiler's functions. *original receives the
  * export, for the tool to call. Returns 0, or -1 for an unknown name. */
 int standin_inject(const char *exact_name, void *replacement, void **original);
+
+/* One line on stdout ("standin: live at WHEN: ..."): the allocations of
+ * every kind (count and bytes), the created streams and the events alive
+ * now. No addresses: runs with and without a shim compare line for line. */
+void standin_leak_report(const char *when);
 
 #ifdef __cplusplus
 }
