@@ -214,8 +214,11 @@ static bool parse_path(const struct config_var *v, struct p2pshim_config *cfg,
                        const char *value, char *why, size_t why_len)
 {
     size_t len = strlen(value);
-    if ((v->pattern_size && len >= v->pattern_size) ||
-        !outfile_expand(value, field(v, cfg), v->size)) {
+    if (v->pattern_size && len >= v->pattern_size) {
+        snprintf(why, why_len, "longer than %zu bytes", v->pattern_size - 1);
+        return false;
+    }
+    if (!outfile_expand(value, field(v, cfg), v->size)) {
         snprintf(why, why_len,
                  "longer than %zu bytes once %%p and %%h are expanded", v->size - 1);
         return false;
@@ -225,11 +228,17 @@ static bool parse_path(const struct config_var *v, struct p2pshim_config *cfg,
     return true;
 }
 
-/* %-escaped, so that the dump reads back as the same file. */
+/* As written where the row keeps the pattern (its %-escaped expansion can
+ * be longer than a pattern may be), else %-escaped: either way the dump
+ * reads back as the same file. */
 static void print_path(const struct config_var *v, const struct p2pshim_config *cfg,
                        struct config_out *o, enum config_style style)
 {
     (void)style;
+    if (v->pattern_size) {
+        config_put(o, "%s", (const char *)cfg + v->pattern_offset);
+        return;
+    }
     for (const char *p = field_of(v, cfg); *p; p++)
         config_put(o, *p == '%' ? "%%%%" : "%c", *p);
 }
