@@ -3,6 +3,8 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "ownership.h"
@@ -76,4 +78,40 @@ void shim_guard_enter(void)
 void shim_guard_leave(void)
 {
     guard_depth--;
+}
+
+bool shim_begin(void)
+{
+    if (shim_reentered())
+        return false;
+    shim_init();
+    shim_guard_enter();
+    return true;
+}
+
+void shim_end(void)
+{
+    shim_guard_leave();
+}
+
+static _Thread_local uint32_t cached_tid;
+static pthread_once_t tid_once = PTHREAD_ONCE_INIT;
+
+static void forget_tid(void)
+{
+    cached_tid = 0; /* runs in the one thread a fork child has */
+}
+
+static void tid_once_body(void)
+{
+    pthread_atfork(NULL, NULL, forget_tid);
+}
+
+uint32_t shim_thread_id(void)
+{
+    if (cached_tid == 0) {
+        pthread_once(&tid_once, tid_once_body);
+        cached_tid = (uint32_t)syscall(SYS_gettid);
+    }
+    return cached_tid;
 }

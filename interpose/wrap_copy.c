@@ -5,6 +5,7 @@
  * replacement (bounce.h). */
 #include "copy.h"
 #include "hooks.h"
+#include "shim.h"
 
 #define PT true  /* per-thread variant */
 #define LG false /* legacy-stream variant */

@@ -11,6 +11,7 @@
 #include "hooks.h"
 #include "ownership.h"
 #include "resolve.h"
+#include "shim.h"
 
 #define REAL_OR_FAIL(name)                                                    \
     pfn_##name real = REAL(name);                                             \

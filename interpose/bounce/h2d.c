@@ -8,15 +8,14 @@
 #include <string.h>
 
 #include "bounce_int.h"
-#include "driver.h"
 #include "hooks.h"
 #include "log.h"
-#include "peer.h"
 #include "record.h"
 #include "resolve.h"
 #include "route.h"
 #include "shim.h"
 #include "uffd.h"
+#include "upgrade.h"
 
 /* An H2D split into more pieces than this goes the normal way. */
 #define PIECES_MAX 16
@@ -26,33 +25,16 @@ struct piece {
     uintptr_t lo, hi;
 };
 
-/* Peer access for a copy from the snapshot's device to dst's, as the copy
- * path would enable it (route.h: the direction that starts at the issuing
- * device). false: the pair is not to be used. */
-static bool link_for(const struct copy_call *call, const struct snap *s,
+/* Peer access for a copy from the snapshot's device to dst's, enabled as
+ * for any copy (upgrade.h). */
+static void link_for(const struct copy_call *call, const struct snap *s,
                      const struct owner_info *dst, size_t bytes)
 {
-    const struct p2pshim_config *cfg = shim_config();
-    int a = s->buf.dev, b = dst->device;
-    if (a == b)
-        return true;
-    if (b >= P2PSHIM_MAX_DEVICES || !cfg->pair_allowed[a][b])
-        return false;
-    if (dst->ctx == NULL)
-        return true; /* pool or mapped memory: the driver stages or uses its access */
-    struct route_input in = {0};
-    in.src = (struct route_end){true, MEM_KIND_DEVICE, a};
-    in.dst = (struct route_end){true, dst->kind, b};
-    in.bytes = bytes;
-    in.exec_device = driver_ctx_device(driver_stream_ctx(call->stream, call->per_thread));
-    bool from_dst = in.exec_device == b;
-    CUcontext fc = from_dst ? dst->ctx : s->buf.ctx, tc = from_dst ? s->buf.ctx : dst->ctx;
-    int fd = from_dst ? b : a, td = from_dst ? a : b;
-    peer_view(fc, fd, tc, td, &in.link);
-    struct route_decision d = route_decide(&in, cfg);
+    struct copy_end from = {{true, MEM_KIND_DEVICE, s->buf.dev}, s->buf.ctx};
+    struct copy_end to = {{true, dst->kind, dst->device}, dst->ctx};
+    struct route_decision d = upgrade_decide(call, &from, &to, bytes, shim_config());
     if (d.action == ROUTE_ENABLE_THEN_PASS)
-        peer_shim_enable(fc, fd, tc, td);
-    return true;
+        upgrade_enable(&d, &from, &to);
 }
 
 /* Splits [h, h+n) into pieces from snapshots and from the host. false
@@ -199,8 +181,8 @@ static bool serve(const struct copy_call *call, bool sync, CUdeviceptr dst, cons
     }
     pthread_mutex_unlock(&bounce_mu);
     for (int i = 0; ok && i < np; i++)
-        if (pc[i].s != NULL && !link_for(call, pc[i].s, &d, bytes))
-            ok = false;
+        if (pc[i].s != NULL)
+            link_for(call, pc[i].s, &d, bytes);
     if (!ok) {
         unpin(pc, np, false, false);
         bounce_host_access(host, bytes, false);
