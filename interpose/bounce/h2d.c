@@ -137,6 +137,41 @@ static void unpin(struct piece *pc, int np, bool served, bool mostly_host)
     pthread_mutex_unlock(&bounce_mu);
 }
 
+/* Issues the pieces of an H2D of host h to dst in order, on the program's
+ * stream: host pieces as H2Ds in the call's flavour, snapshot pieces as
+ * device copies after their snapshot. *from_snap: the bytes from
+ * snapshots. Stops at the first failure and returns it. */
+static CUresult issue(const struct copy_call *call, bool sync, CUdeviceptr dst, uintptr_t h,
+                      const struct piece *pc, int np, size_t *from_snap)
+{
+    CUresult r = CUDA_SUCCESS;
+    for (int i = 0; i < np && r == CUDA_SUCCESS; i++) {
+        struct snap *s = pc[i].s;
+        size_t len = pc[i].hi - pc[i].lo, off = pc[i].lo - h;
+        if (s == NULL) {
+            r = bgpu_htod(call, sync, dst + off, (const void *)pc[i].lo, len);
+            continue;
+        }
+        if (s->done != NULL)
+            bgpu_wait_event(call, s->done);
+        r = bgpu_copy(call, dst + off, s->buf.ptr + (pc[i].lo - s->host), len);
+        *from_snap += len;
+    }
+    return r;
+}
+
+/* The run log's view of a served H2D's traffic: GPU to GPU, per source. */
+static void record_pieces(const struct piece *pc, int np, int dst_dev)
+{
+    for (int i = 0; i < np; i++) {
+        if (pc[i].s == NULL)
+            continue;
+        char detail[24];
+        snprintf(detail, sizeof detail, "%zu", (size_t)(pc[i].hi - pc[i].lo));
+        record_event("bounce", pc[i].s->buf.dev, dst_dev, 0, detail);
+    }
+}
+
 static bool serve(const struct copy_call *call, bool sync, CUdeviceptr dst, const void *host,
                   size_t bytes, CUresult *rc)
 {
@@ -189,20 +224,8 @@ static bool serve(const struct copy_call *call, bool sync, CUdeviceptr dst, cons
         return false;
     }
     double t1 = bounce_now_us();
-    CUresult r = CUDA_SUCCESS;
     size_t from_snap = 0;
-    for (int i = 0; i < np && r == CUDA_SUCCESS; i++) {
-        struct snap *s = pc[i].s;
-        size_t len = pc[i].hi - pc[i].lo, off = pc[i].lo - h;
-        if (s == NULL) {
-            r = bgpu_htod(call, sync, dst + off, (const void *)pc[i].lo, len);
-            continue;
-        }
-        if (s->done != NULL)
-            bgpu_wait_event(call, s->done);
-        r = bgpu_copy(call, dst + off, s->buf.ptr + (pc[i].lo - s->host), len);
-        from_snap += len;
-    }
+    CUresult r = issue(call, sync, dst, h, pc, np, &from_snap);
     if (r != CUDA_SUCCESS) {
         /* The original call does it all again, after what was issued. */
         unpin(pc, np, false, false);
@@ -217,16 +240,8 @@ static bool serve(const struct copy_call *call, bool sync, CUdeviceptr dst, cons
         r = bgpu_fence(call, true, NULL);
     LOG_DEBUG("bounce: H2D of %zu bytes in %d piece(s): plan %.0f us, issued %.0f us, "
               "wait %.0f us", bytes, np, t1 - t0, t2 - t1, bounce_now_us() - t2);
-    if (record_enabled()) {
-        /* The run log's view of the traffic: GPU to GPU, per source. */
-        for (int i = 0; i < np; i++) {
-            if (pc[i].s == NULL)
-                continue;
-            char detail[24];
-            snprintf(detail, sizeof detail, "%zu", (size_t)(pc[i].hi - pc[i].lo));
-            record_event("bounce", pc[i].s->buf.dev, d.device, 0, detail);
-        }
-    }
+    if (record_enabled())
+        record_pieces(pc, np, d.device);
     unpin(pc, np, true, from_snap * 2 < bytes);
     atomic_fetch_add(&bst_upgraded, 1);
     atomic_fetch_add(&bst_upgraded_bytes, from_snap);
