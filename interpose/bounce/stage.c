@@ -43,10 +43,8 @@ static CUstream stage_ready(struct stage *st, CUcontext ctx)
     const struct driver_api *d = driver_api();
     if (st->mem == NULL && bgpu_push(ctx)) {
         void *p = NULL;
-        CUresult (*host_alloc)(void **, size_t, unsigned) =
-            (CUresult(*)(void **, size_t, unsigned))driver_symbol("cuMemHostAlloc");
-        if (host_alloc &&
-            host_alloc(&p, 2 * STAGE_BYTES, CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS) {
+        if (d->mem_host_alloc &&
+            d->mem_host_alloc(&p, 2 * STAGE_BYTES, CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS) {
             st->mem = p;
             st->pinned = true;
             st->mem_ctx = ctx;
