@@ -6,6 +6,7 @@
 #include "copy.h"
 #include "driver.h"
 #include "resolve.h"
+#include "shim.h"
 
 void alloc_track(uintptr_t base, size_t size, enum mem_kind kind, int device, CUcontext ctx)
 {

@@ -1,95 +1,21 @@
 #define _GNU_SOURCE
 #include "copy.h"
 
-#include <pthread.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-#include <nvtx3/nvToolsExt.h>
-
 #include "bounce/bounce.h"
 #include "cupti_join.h"
-#include "driver.h"
-#include "hooks.h"
-#include "log.h"
-#include "peer.h"
+#include "nvtx.h"
 #include "record.h"
 #include "resolve.h"
 #include "route.h"
 #include "shim.h"
 #include "stats.h"
+#include "upgrade.h"
 
 /* Below this a unified copy is not looked at for bouncing (bounce.h
  * leaves smaller ones alone anyway). */
 #define BOUNCE_UNIFIED_MIN ((size_t)64 << 10)
 
-bool shim_begin(void)
-{
-    if (shim_reentered())
-        return false;
-    shim_init();
-    shim_guard_enter();
-    return true;
-}
-
-void shim_end(void)
-{
-    shim_guard_leave();
-}
-
-/* ---- observability helpers -------------------------------------------- */
-
-static _Thread_local uint32_t cached_tid;
-
-static void forget_tid(void)
-{
-    cached_tid = 0; /* runs in the one thread a fork child has */
-}
-
-static uint32_t this_tid(void)
-{
-    if (cached_tid == 0)
-        cached_tid = (uint32_t)syscall(SYS_gettid);
-    return cached_tid;
-}
-
-/* NVTX costs nothing when no tool is attached (no injection library named
- * in the environment): then the shim does not even format the message. */
-static pthread_once_t nvtx_once = PTHREAD_ONCE_INIT;
-static nvtxDomainHandle_t nvtx_domain;
-static bool nvtx_on;
-
-static void nvtx_init(void)
-{
-    static const struct shim_module row = {.name = "thread-id", .fork_child = forget_tid};
-    shim_register(SHIM_ROW_THREAD_ID, &row);
-    nvtx_on = getenv("NVTX_INJECTION64_PATH") != NULL;
-    if (nvtx_on)
-        nvtx_domain = nvtxDomainCreateA("p2pshim");
-}
-
-static void nvtx_message(bool range, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void nvtx_message(bool range, const char *fmt, ...)
-{
-    char text[128];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
-    va_end(ap);
-    nvtxEventAttributes_t a = {0};
-    a.version = NVTX_VERSION;
-    a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
-    a.messageType = NVTX_MESSAGE_TYPE_ASCII;
-    a.message.ascii = text;
-    if (range)
-        nvtxDomainRangePushEx(nvtx_domain, &a);
-    else
-        nvtxDomainMarkEx(nvtx_domain, &a);
-}
+/* ---- around the driver call ------------------------------------------ */
 
 void copy_call_begin(const struct copy_call *call)
 {
@@ -102,19 +28,14 @@ void copy_call_end(const struct copy_call *call)
     if (call->correlation != 0)
         cupti_pop();
     if (call->nvtx_range)
-        nvtxDomainRangePop(nvtx_domain);
+        nvtx_range_pop();
 }
 
 /* ---- one copy ----------------------------------------------------------- */
 
-/* One end: its owner, and the context that owns it (the Peer APIs name it;
- * otherwise the allocation's). */
-struct end {
-    struct route_end route;
-    CUcontext ctx;
-};
-
-static void resolve_end(CUdeviceptr ptr, CUcontext named_ctx, struct end *e)
+/* An end from its address: its owner, and the context that owns it
+ * (named_ctx when the Peer APIs name one, else the allocation's). */
+static void resolve_end(CUdeviceptr ptr, CUcontext named_ctx, struct copy_end *e)
 {
     struct owner_info info;
     e->ctx = named_ctx;
@@ -127,27 +48,12 @@ static void resolve_end(CUdeviceptr ptr, CUcontext named_ctx, struct end *e)
         e->ctx = info.ctx;
 }
 
-static void host_end(struct end *e)
+static void host_end(struct copy_end *e)
 {
     e->route.known = true;
     e->route.kind = MEM_KIND_HOST_PINNED;
     e->route.device = -1;
     e->ctx = NULL;
-}
-
-/* The device whose context issues a copy, or -1. Asked for cross-GPU
- * copies only (a driver call or two). */
-static int exec_device(const struct copy_call *call, const struct end *src,
-                       const struct end *dst)
-{
-    CUcontext ctx = driver_stream_ctx(call->stream, call->per_thread);
-    if (ctx == NULL)
-        return -1;
-    if (ctx == src->ctx)
-        return src->route.device;
-    if (ctx == dst->ctx)
-        return dst->route.device;
-    return driver_ctx_device(ctx);
 }
 
 static uint8_t record_kind_of(const struct route_end *e)
@@ -173,8 +79,8 @@ static bool want_cupti(const struct p2pshim_config *cfg)
 
 /* Starts CUPTI (once, lazily: a copy is the first moment it is wanted) and
  * writes this copy's decision record. */
-static void record_decision(struct copy_call *call, const struct end *src,
-                            const struct end *dst, size_t bytes, enum record_action action,
+static void record_decision(struct copy_call *call, const struct copy_end *src,
+                            const struct copy_end *dst, size_t bytes, enum record_action action,
                             enum route_reason reason)
 {
     bool cupti_on = want_cupti(shim_config()) && cupti_start();
@@ -183,7 +89,7 @@ static void record_decision(struct copy_call *call, const struct end *src,
     r.t_ns = record_now_ns();
     r.bytes = bytes;
     r.stream = (uint64_t)(uintptr_t)call->stream;
-    r.tid = this_tid();
+    r.tid = shim_thread_id();
     r.api = (uint16_t)call->api;
     r.src_dev = (int8_t)(src->route.known ? src->route.device : -1);
     r.dst_dev = (int8_t)(dst->route.known ? dst->route.device : -1);
@@ -197,32 +103,13 @@ static void record_decision(struct copy_call *call, const struct end *src,
         call->correlation = r.id;
 }
 
-static void decide_and_act(struct copy_call *call, struct end *src, struct end *dst,
-                           size_t bytes)
+static void decide_and_act(struct copy_call *call, struct copy_end *src,
+                           struct copy_end *dst, size_t bytes)
 {
     const struct p2pshim_config *cfg = shim_config();
     if (want_cupti(cfg))
         cupti_start();
-    struct route_input in = {0};
-    in.src = src->route;
-    in.dst = dst->route;
-    in.bytes = bytes;
-    in.exec_device = -1;
-    bool cross = src->route.known && dst->route.known && src->route.device >= 0 &&
-                 dst->route.device >= 0 && src->route.device != dst->route.device;
-    bool have_ctx = src->ctx != NULL && dst->ctx != NULL;
-    struct end *from = src, *to = dst;
-    if (cross && have_ctx && cfg->mode != P2PSHIM_MODE_OFF) {
-        /* The needed direction starts at the issuing device (route.h). */
-        in.exec_device = exec_device(call, src, dst);
-        if (in.exec_device == dst->route.device) {
-            from = dst;
-            to = src;
-        }
-        peer_view(from->ctx, from->route.device, to->ctx, to->route.device, &in.link);
-    }
-
-    struct route_decision d = route_decide(&in, cfg);
+    struct route_decision d = upgrade_decide(call, src, dst, bytes, cfg);
     enum record_action action = RECORD_PASS;
     enum route_reason counted = d.reason;
     if (cfg->mode == P2PSHIM_MODE_OBSERVE) {
@@ -230,38 +117,20 @@ static void decide_and_act(struct copy_call *call, struct end *src, struct end *
         if (d.action == ROUTE_ENABLE_THEN_PASS)
             counted = ROUTE_OBSERVED;
     } else if (d.action == ROUTE_ENABLE_THEN_PASS) {
-        action = RECORD_ENABLE_THEN_PASS;
-        uint64_t t0 = record_now_ns();
-        bool ok = have_ctx &&
-                  peer_shim_enable(from->ctx, from->route.device, to->ctx, to->route.device);
-        if (!ok) {
-            counted = d.reason = have_ctx ? ROUTE_ENABLE_FAILED : ROUTE_SHIM_ERROR;
-            action = RECORD_PASS;
-        }
-        pthread_once(&nvtx_once, nvtx_init);
-        if (nvtx_on)
-            nvtx_message(false, "p2pshim: %s peer access %d->%d", ok ? "enabled" : "fallback,",
-                         from->route.device, to->route.device);
-        if (record_enabled())
-            record_event(ok ? "peer-enable" : "peer-enable-failed", from->route.device,
-                         to->route.device, record_now_ns() - t0, NULL);
+        counted = d.reason = upgrade_enable(&d, src, dst);
+        action = d.reason == ROUTE_UPGRADED ? RECORD_ENABLE_THEN_PASS : RECORD_PASS;
     }
     stats_count(src->route.device, dst->route.device, counted, bytes);
     if (record_enabled())
         record_decision(call, src, dst, bytes, action, d.reason);
-    if (route_reason_is_upgrade(counted) && !call->nvtx_range) {
-        pthread_once(&nvtx_once, nvtx_init);
-        if (nvtx_on) {
-            nvtx_message(true, "p2pshim peer copy %d->%d %zu B", src->route.device,
-                         dst->route.device, bytes);
-            call->nvtx_range = true;
-        }
-    }
+    if (route_reason_is_upgrade(counted) && !call->nvtx_range)
+        call->nvtx_range = nvtx_range_push("p2pshim peer copy %d->%d %zu B", src->route.device,
+                                           dst->route.device, bytes);
 }
 
 /* A host end of a copy the shim passes through: lazy host buffers there
  * are filled first (bounce.h), so the driver never faults on them. */
-static void host_touch(const struct end *e, CUdeviceptr ptr, size_t span, bool write,
+static void host_touch(const struct copy_end *e, CUdeviceptr ptr, size_t span, bool write,
                        bool every_byte)
 {
     if (e->route.known && e->route.kind != MEM_KIND_HOST_PINNED &&
@@ -278,7 +147,7 @@ static void host_touch(const struct end *e, CUdeviceptr ptr, size_t span, bool w
 void copy_consider(struct copy_call *call, CUdeviceptr dst, CUcontext dst_ctx,
                    CUdeviceptr src, CUcontext src_ctx, size_t bytes)
 {
-    struct end s = {0}, d = {0};
+    struct copy_end s = {0}, d = {0};
     if (bytes == 0 || dst == 0 || src == 0)
         return;
     resolve_end(dst, dst_ctx, &d);
@@ -322,10 +191,52 @@ static void watch_host_copy(CUdeviceptr dev, const void *host, size_t bytes, boo
         watch_d2h(host, bytes, info.device);
 }
 
+/* The one host<->device copy path, behind the explicit D2H/H2D wrappers
+ * and the unified copies that turn out to be one: the bounce module may
+ * replace the copy; in observe mode the watch sees it. */
+static struct copy_action host_copy(struct copy_call *call, CUdeviceptr device_ptr,
+                                    const void *host_ptr, size_t bytes, bool to_device,
+                                    bool sync)
+{
+    struct copy_action act = {false, CUDA_SUCCESS};
+    if (bytes != 0 && device_ptr != 0)
+        act.replaced = to_device ? bounce_h2d(call, sync, device_ptr, host_ptr, bytes, &act.rc)
+                                 : bounce_d2h(call, sync, (void *)host_ptr, device_ptr, bytes,
+                                              &act.rc);
+    if (bytes != 0 && device_ptr != 0 && host_ptr != NULL)
+        watch_host_copy(device_ptr, host_ptr, bytes, to_device);
+    return act;
+}
+
+/* Counts a host<->device copy and writes its decision record (the bounce
+ * action when the shim replaced it). */
+static void host_copy_note(struct copy_call *call, CUdeviceptr device_ptr,
+                           const void *host_ptr, size_t bytes, bool to_device, bool replaced)
+{
+    if (!record_enabled()) {
+        stats_count(-1, -1, ROUTE_NOT_CROSS_HOST, bytes);
+        return;
+    }
+    struct copy_end dev = {0}, host = {0};
+    if (bytes == 0)
+        return;
+    resolve_end(device_ptr, NULL, &dev);
+    resolve_end((CUdeviceptr)(uintptr_t)host_ptr, NULL, &host);
+    if (!host.route.known)
+        host.route.device = -1; /* pageable: the record says "unknown" */
+    stats_count(-1, -1, ROUTE_NOT_CROSS_HOST, bytes);
+    enum record_action action = !replaced   ? RECORD_PASS
+                                : to_device ? RECORD_BOUNCE_SERVED
+                                            : RECORD_BOUNCE_SNAPSHOT;
+    if (to_device)
+        record_decision(call, &host, &dev, bytes, action, ROUTE_NOT_CROSS_HOST);
+    else
+        record_decision(call, &dev, &host, bytes, action, ROUTE_NOT_CROSS_HOST);
+}
+
 struct copy_action copy_consider_linear(struct copy_call *call, CUdeviceptr dst,
                                         CUdeviceptr src, size_t bytes, bool sync)
 {
-    struct copy_action act = {false, CUDA_SUCCESS};
     const struct p2pshim_config *cfg = shim_config();
     bool observe = cfg->mode == P2PSHIM_MODE_OBSERVE;
     bool bounce = cfg->mode == P2PSHIM_MODE_UPGRADE && cfg->bounce != P2PSHIM_BOUNCE_OFF;
@@ -333,39 +244,23 @@ struct copy_action copy_consider_linear(struct copy_call *call, CUdeviceptr dst,
         struct owner_info di, si;
         bool dh = is_host(dst, &di), sh = is_host(src, &si);
         bool d2h = dh && !sh && si.device >= 0, h2d = sh && !dh && di.device >= 0;
-        if (observe && d2h)
-            watch_d2h((const void *)(uintptr_t)dst, bytes, si.device);
-        else if (observe && h2d)
-            watch_h2d((const void *)(uintptr_t)src, bytes, di.device);
-        else if (d2h)
-            act.replaced = bounce_d2h(call, sync, (void *)(uintptr_t)dst, src, bytes, &act.rc);
-        else if (h2d)
-            act.replaced = bounce_h2d(call, sync, dst, (const void *)(uintptr_t)src, bytes,
-                                      &act.rc);
-        if (act.replaced) {
-            stats_count(-1, -1, ROUTE_NOT_CROSS_HOST, bytes);
-            if (record_enabled()) {
-                struct end d = {0}, s = {0};
-                resolve_end(dst, NULL, &d);
-                resolve_end(src, NULL, &s);
-                if (!d.route.known)
-                    d.route.device = -1; /* pageable: the record says "unknown" */
-                if (!s.route.known)
-                    s.route.device = -1;
-                record_decision(call, &s, &d, bytes,
-                                dh ? RECORD_BOUNCE_SNAPSHOT : RECORD_BOUNCE_SERVED,
-                                ROUTE_NOT_CROSS_HOST);
+        if (d2h || h2d) {
+            CUdeviceptr device_ptr = h2d ? dst : src;
+            const void *host_ptr = (const void *)(uintptr_t)(h2d ? src : dst);
+            struct copy_action act = host_copy(call, device_ptr, host_ptr, bytes, h2d, sync);
+            if (act.replaced) {
+                host_copy_note(call, device_ptr, host_ptr, bytes, h2d, true);
+                return act;
             }
-            return act;
         }
     }
     copy_consider(call, dst, NULL, src, NULL, bytes);
-    return act;
+    return (struct copy_action){false, CUDA_SUCCESS};
 }
 
 /* An end of a 2D/3D copy from its memory type and address fields. */
 static void struct_end(CUmemorytype type, CUdeviceptr dev, size_t offset,
-                       CUcontext named_ctx, struct end *e)
+                       CUcontext named_ctx, struct copy_end *e)
 {
     switch (type) {
     case CU_MEMORYTYPE_DEVICE:
@@ -409,14 +304,14 @@ static void struct_host(CUmemorytype type, const void *host, CUdeviceptr dev, si
     }
     size_t span = ((depth - 1) * height + (rows - 1)) * pitch + width;
     bool whole = pitch == width && (depth == 1 || height == rows);
-    struct end e = {0};
+    struct copy_end e = {0};
     e.route.known = false;
     host_touch(&e, (CUdeviceptr)(p + offset), span, write, whole);
 }
 
 void copy_consider_2d(struct copy_call *call, const CUDA_MEMCPY2D *c)
 {
-    struct end s = {0}, d = {0};
+    struct copy_end s = {0}, d = {0};
     if (c == NULL || c->WidthInBytes == 0 || c->Height == 0)
         return;
     struct_end(c->srcMemoryType, c->srcDevice, c->srcY * c->srcPitch + c->srcXInBytes,
@@ -441,7 +336,7 @@ static size_t offset_3d(size_t x, size_t y, size_t z, size_t pitch, size_t heigh
  * form adds the two contexts (sctx, dctx: NULL for the plain one). */
 #define CONSIDER_3D(call, c, sctx, dctx)                                                    \
     do {                                                                                    \
-        struct end s_ = {0}, d_ = {0};                                                      \
+        struct copy_end s_ = {0}, d_ = {0};                                                      \
         if ((c) == NULL || (c)->WidthInBytes == 0 || (c)->Height == 0 || (c)->Depth == 0)   \
             return;                                                                         \
         size_t so_ = offset_3d((c)->srcXInBytes, (c)->srcY, (c)->srcZ, (c)->srcPitch,       \
@@ -476,7 +371,7 @@ void copy_consider_batch(struct copy_call *call, const CUdeviceptr *dsts,
         copy_consider(call, dsts[i], NULL, srcs[i], NULL, sizes[i]);
 }
 
-static void operand_end(const CUmemcpy3DOperand *op, struct end *e)
+static void operand_end(const CUmemcpy3DOperand *op, struct copy_end *e)
 {
     if (op->type == CU_MEMCPY_OPERAND_TYPE_POINTER && op->op.ptr.ptr != 0) {
         resolve_end(op->op.ptr.ptr, NULL, e);
@@ -492,7 +387,7 @@ void copy_consider_3d_batch(struct copy_call *call, size_t count,
     if (ops == NULL)
         return;
     for (size_t i = 0; i < count; i++) {
-        struct end s = {0}, d = {0};
+        struct copy_end s = {0}, d = {0};
         const CUDA_MEMCPY3D_BATCH_OP *op = &ops[i];
         size_t bytes = op->extent.width * op->extent.height * op->extent.depth;
         if (bytes == 0)
@@ -515,32 +410,7 @@ struct copy_action copy_consider_host(struct copy_call *call, CUdeviceptr device
                                       const void *host_ptr, size_t bytes, bool to_device,
                                       bool sync)
 {
-    struct copy_action act = {false, CUDA_SUCCESS};
-    if (bytes != 0 && device_ptr != 0)
-        act.replaced = to_device ? bounce_h2d(call, sync, device_ptr, host_ptr, bytes, &act.rc)
-                                 : bounce_d2h(call, sync, (void *)host_ptr, device_ptr, bytes,
-                                              &act.rc);
-    if (bytes != 0 && device_ptr != 0 && host_ptr != NULL)
-        watch_host_copy(device_ptr, host_ptr, bytes, to_device);
-    if (!record_enabled()) {
-        stats_count(-1, -1, ROUTE_NOT_CROSS_HOST, bytes);
-        return act;
-    }
-    struct end dev = {0}, host = {0};
-    if (bytes == 0)
-        return act;
-    resolve_end(device_ptr, NULL, &dev);
-    resolve_end((CUdeviceptr)(uintptr_t)host_ptr, NULL, &host);
-    if (!host.route.known) {
-        host.route.device = -1; /* pageable: the record says "unknown" */
-    }
-    stats_count(-1, -1, ROUTE_NOT_CROSS_HOST, bytes);
-    enum record_action action = !act.replaced ? RECORD_PASS
-                                : to_device   ? RECORD_BOUNCE_SERVED
-                                              : RECORD_BOUNCE_SNAPSHOT;
-    if (to_device)
-        record_decision(call, &host, &dev, bytes, action, ROUTE_NOT_CROSS_HOST);
-    else
-        record_decision(call, &dev, &host, bytes, action, ROUTE_NOT_CROSS_HOST);
+    struct copy_action act = host_copy(call, device_ptr, host_ptr, bytes, to_device, sync);
+    host_copy_note(call, device_ptr, host_ptr, bytes, to_device, act.replaced);
     return act;
 }

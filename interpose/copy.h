@@ -15,11 +15,6 @@
 
 #include "shim_cuda.h"
 
-/* Enters the shim for one hooked call: false when this thread is already
- * inside it (then the wrapper only passes through). */
-bool shim_begin(void);
-void shim_end(void);
-
 /* One hooked call: which variant, on which stream; and what the wrapper
  * must do around the driver call (copy_call_begin/_end). */
 struct copy_call {

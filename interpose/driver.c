@@ -93,47 +93,28 @@ static struct driver_api api;
 static pthread_once_t api_once = PTHREAD_ONCE_INIT;
 static atomic_bool api_ready;
 
+/* Each member's PFN type against cuda.h's declaration of its symbol (the
+ * _ptsz variants against the legacy one: cuda.h declares those only by
+ * macro), so a wrong version in driver.def fails to compile. */
+#define SAME_TYPE(pfn, symbol)                                                  \
+    _Static_assert(__builtin_types_compatible_p(pfn, __typeof__(&symbol)),       \
+                   #pfn " is not the type of " #symbol);
+#define P2PSHIM_DRIVER(field, symbol, pfn) SAME_TYPE(pfn, symbol)
+#define P2PSHIM_DRIVER_FLAVOURED(field, symbol, pfn, symbol_ptsz, pfn_ptsz)    \
+    SAME_TYPE(pfn, symbol) SAME_TYPE(pfn_ptsz, symbol)
+#include "driver.def"
+#undef P2PSHIM_DRIVER
+#undef P2PSHIM_DRIVER_FLAVOURED
+
 static void resolve_api(void)
 {
-    api.ctx_get_current = (CUresult(*)(CUcontext *))driver_symbol("cuCtxGetCurrent");
-    api.ctx_push = (CUresult(*)(CUcontext))driver_symbol("cuCtxPushCurrent_v2");
-    api.ctx_pop = (CUresult(*)(CUcontext *))driver_symbol("cuCtxPopCurrent_v2");
-    api.ctx_get_device = (CUresult(*)(CUdevice *))driver_symbol("cuCtxGetDevice");
-    api.can_access_peer =
-        (CUresult(*)(int *, CUdevice, CUdevice))driver_symbol("cuDeviceCanAccessPeer");
-    api.pointer_get_attributes =
-        (CUresult(*)(unsigned int, CUpointer_attribute *, void **, CUdeviceptr))
-            driver_symbol("cuPointerGetAttributes");
-    api.stream_get_ctx = (CUresult(*)(CUstream, CUcontext *))driver_symbol("cuStreamGetCtx");
-    api.stream_get_ctx_ptsz =
-        (CUresult(*)(CUstream, CUcontext *))driver_symbol("cuStreamGetCtx_ptsz");
-    api.ctx_enable_peer =
-        (CUresult(*)(CUcontext, unsigned int))driver_symbol("cuCtxEnablePeerAccess");
-    api.primary_ctx_get_state = (CUresult(*)(CUdevice, unsigned int *, int *))driver_symbol(
-        "cuDevicePrimaryCtxGetState");
-    api.mem_alloc = (CUresult(*)(CUdeviceptr *, size_t))driver_symbol("cuMemAlloc_v2");
-    api.mem_free = (CUresult(*)(CUdeviceptr))driver_symbol("cuMemFree_v2");
-    api.mem_alloc_host = (CUresult(*)(void **, size_t))driver_symbol("cuMemAllocHost_v2");
-    api.mem_free_host = (CUresult(*)(void *))driver_symbol("cuMemFreeHost");
-    api.mem_get_info = (CUresult(*)(size_t *, size_t *))driver_symbol("cuMemGetInfo_v2");
-    api.device_get_attribute = (CUresult(*)(int *, CUdevice_attribute, CUdevice))driver_symbol(
-        "cuDeviceGetAttribute");
-    api.device_get_count = (CUresult(*)(int *))driver_symbol("cuDeviceGetCount");
-    api.event_create = (CUresult(*)(CUevent *, unsigned int))driver_symbol("cuEventCreate");
-    api.event_destroy = (CUresult(*)(CUevent))driver_symbol("cuEventDestroy_v2");
-    api.event_record = (CUresult(*)(CUevent, CUstream))driver_symbol("cuEventRecord");
-    api.event_record_ptsz = (CUresult(*)(CUevent, CUstream))driver_symbol("cuEventRecord_ptsz");
-    api.event_synchronize = (CUresult(*)(CUevent))driver_symbol("cuEventSynchronize");
-    api.stream_create = (CUresult(*)(CUstream *, unsigned int))driver_symbol("cuStreamCreate");
-    api.stream_synchronize = (CUresult(*)(CUstream))driver_symbol("cuStreamSynchronize");
-    api.stream_is_capturing = (CUresult(*)(CUstream, CUstreamCaptureStatus *))driver_symbol(
-        "cuStreamIsCapturing");
-    api.stream_is_capturing_ptsz = (CUresult(*)(CUstream, CUstreamCaptureStatus *))
-        driver_symbol("cuStreamIsCapturing_ptsz");
-    api.stream_wait_event =
-        (CUresult(*)(CUstream, CUevent, unsigned int))driver_symbol("cuStreamWaitEvent");
-    api.stream_wait_event_ptsz =
-        (CUresult(*)(CUstream, CUevent, unsigned int))driver_symbol("cuStreamWaitEvent_ptsz");
+#define P2PSHIM_DRIVER(field, symbol, pfn) api.field = driver_symbol(#symbol);
+#define P2PSHIM_DRIVER_FLAVOURED(field, symbol, pfn, symbol_ptsz, pfn_ptsz)    \
+    api.field[0] = driver_symbol(#symbol);                                      \
+    api.field[1] = driver_symbol(#symbol_ptsz);
+#include "driver.def"
+#undef P2PSHIM_DRIVER
+#undef P2PSHIM_DRIVER_FLAVOURED
     atomic_store_explicit(&api_ready, api.ctx_get_current != NULL,
                           memory_order_release);
 }
@@ -174,8 +155,9 @@ CUcontext driver_stream_ctx(CUstream stream, bool per_thread)
             return NULL;
         return ctx;
     }
-    CUresult (*get)(CUstream, CUcontext *) =
-        per_thread && d->stream_get_ctx_ptsz ? d->stream_get_ctx_ptsz : d->stream_get_ctx;
+    PFN_cuStreamGetCtx_v9020 get = DRIVER_FLAVOUR(d, stream_get_ctx, per_thread);
+    if (get == NULL)
+        get = DRIVER_FLAVOUR(d, stream_get_ctx, false); /* a driver without _ptsz */
     if (get == NULL || get(stream, &ctx) != CUDA_SUCCESS)
         return NULL;
     return ctx;

@@ -9,6 +9,8 @@
 
 #include "shim_cuda.h"
 
+#include <cudaTypedefs.h>
+
 typedef void *(*dlsym_fn)(void *handle, const char *symbol);
 
 /* glibc's dlsym, found with dlvsym. Never NULL after first use on glibc. */
@@ -28,38 +30,19 @@ void driver_note_pointer(void *fn);
  * or it lacks the symbol. Never loads a library that is not loaded yet. */
 void *driver_symbol(const char *name);
 
+/* The shim's own driver functions (driver.def), typed by cudaTypedefs.h. */
 struct driver_api {
-    CUresult (*ctx_get_current)(CUcontext *ctx);
-    CUresult (*ctx_push)(CUcontext ctx);
-    CUresult (*ctx_pop)(CUcontext *ctx);
-    CUresult (*ctx_get_device)(CUdevice *dev);
-    CUresult (*can_access_peer)(int *can, CUdevice dev, CUdevice peer);
-    CUresult (*pointer_get_attributes)(unsigned int n, CUpointer_attribute *attrs,
-                                       void **data, CUdeviceptr ptr);
-    CUresult (*stream_get_ctx)(CUstream stream, CUcontext *ctx);
-    CUresult (*stream_get_ctx_ptsz)(CUstream stream, CUcontext *ctx);
-    CUresult (*ctx_enable_peer)(CUcontext peer, unsigned int flags);
-    CUresult (*primary_ctx_get_state)(CUdevice dev, unsigned int *flags, int *active);
-    /* For the bounce module's snapshots (bounce_gpu.c). */
-    CUresult (*mem_alloc)(CUdeviceptr *ptr, size_t bytes);
-    CUresult (*mem_free)(CUdeviceptr ptr);
-    CUresult (*mem_alloc_host)(void **ptr, size_t bytes);
-    CUresult (*mem_free_host)(void *ptr);
-    CUresult (*mem_get_info)(size_t *free_bytes, size_t *total);
-    CUresult (*device_get_attribute)(int *value, CUdevice_attribute attr, CUdevice dev);
-    CUresult (*device_get_count)(int *count);
-    CUresult (*event_create)(CUevent *ev, unsigned int flags);
-    CUresult (*event_destroy)(CUevent ev);
-    CUresult (*event_record)(CUevent ev, CUstream stream);
-    CUresult (*event_record_ptsz)(CUevent ev, CUstream stream);
-    CUresult (*event_synchronize)(CUevent ev);
-    CUresult (*stream_create)(CUstream *stream, unsigned int flags);
-    CUresult (*stream_synchronize)(CUstream stream);
-    CUresult (*stream_is_capturing)(CUstream stream, CUstreamCaptureStatus *status);
-    CUresult (*stream_is_capturing_ptsz)(CUstream stream, CUstreamCaptureStatus *status);
-    CUresult (*stream_wait_event)(CUstream stream, CUevent ev, unsigned int flags);
-    CUresult (*stream_wait_event_ptsz)(CUstream stream, CUevent ev, unsigned int flags);
+#define P2PSHIM_DRIVER(field, symbol, pfn) pfn field;
+#define P2PSHIM_DRIVER_FLAVOURED(field, symbol, pfn, symbol_ptsz, pfn_ptsz) pfn field[2];
+#include "driver.def"
+#undef P2PSHIM_DRIVER
+#undef P2PSHIM_DRIVER_FLAVOURED
 };
+
+/* The flavour of a P2PSHIM_DRIVER_FLAVOURED member for a call made by a
+ * legacy (per_thread false) or per-thread (_ptds/_ptsz) variant: the
+ * driver function that reads stream NULL as that variant does. May be NULL. */
+#define DRIVER_FLAVOUR(api, field, per_thread) ((api)->field[(per_thread) ? 1 : 0])
 
 /* The driver functions, resolved on first call once a driver is loaded;
  * members may be NULL (callers treat that as "cannot", never call it). */

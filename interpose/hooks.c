@@ -119,3 +119,41 @@ void *hook_real(enum hook_id id)
     hook_set_real(id, fn);
     return atomic_load_explicit(&real_fn[id], memory_order_acquire);
 }
+
+/* Is name legacy's name followed by a per-thread suffix? */
+static bool is_per_thread_name(const char *name, const char *legacy)
+{
+    while (*legacy && *name == *legacy) {
+        name++;
+        legacy++;
+    }
+    return *legacy == '\0' && (same_string(name, "_ptds") || same_string(name, "_ptsz"));
+}
+
+/* The per-thread partner of each hook, found once by name: i + 1, or 0
+ * while not looked up yet, or -1 for none. */
+static _Atomic int partner[HOOK_COUNT];
+
+int hook_flavour(enum hook_id legacy, bool per_thread)
+{
+    if ((unsigned)legacy >= HOOK_COUNT || hook_table[legacy].per_thread)
+        return -1;
+    if (!per_thread)
+        return (int)legacy;
+    int known = atomic_load_explicit(&partner[legacy], memory_order_relaxed);
+    if (known != 0)
+        return known > 0 ? known - 1 : -1;
+    int found = -1;
+    for (int i = 0; i < HOOK_COUNT && found < 0; i++)
+        if (hook_table[i].per_thread && is_per_thread_name(hook_table[i].name,
+                                                           hook_table[legacy].name))
+            found = i;
+    atomic_store_explicit(&partner[legacy], found >= 0 ? found + 1 : -1, memory_order_relaxed);
+    return found;
+}
+
+void *hook_real_flavour(enum hook_id legacy, bool per_thread)
+{
+    int id = hook_flavour(legacy, per_thread);
+    return id >= 0 ? hook_real((enum hook_id)id) : NULL;
+}

@@ -84,4 +84,26 @@ void *hook_real_known(enum hook_id id);
 
 #define REAL(name) ((pfn_##name)hook_real_entry(HOOK_##name))
 
+/* ---- flavours: legacy and per-thread default stream ---- */
+
+/* HOOK_PER_THREAD_<name>: hooks.def's per_thread column for each variant,
+ * as a constant (what a wrapper tells the copy path about itself). */
+enum {
+#define P2PSHIM_HOOK(name, base, since, per_thread, params, args)                 \
+    HOOK_PER_THREAD_##name = per_thread,
+#include "hooks.def"
+#undef P2PSHIM_HOOK
+};
+
+/* The variant of a legacy hook in a flavour: legacy itself for per_thread
+ * false, else its per-thread partner in hooks.def (per_thread 1, named
+ * legacy's name plus _ptds or _ptsz). -1 when there is none, or legacy is
+ * itself a per-thread variant. */
+int hook_flavour(enum hook_id legacy, bool per_thread);
+
+/* hook_real of that variant; NULL when there is none. */
+void *hook_real_flavour(enum hook_id legacy, bool per_thread);
+#define REAL_FLAVOUR(name, per_thread)                                          \
+    ((pfn_##name)hook_real_flavour(HOOK_##name, per_thread))
+
 #endif

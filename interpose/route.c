@@ -36,6 +36,11 @@ static struct route_decision pass(enum route_reason reason)
     return d;
 }
 
+bool route_from_dst(const struct route_input *in)
+{
+    return in->exec_device >= 0 && in->exec_device == in->dst.device;
+}
+
 struct route_decision route_decide(const struct route_input *in,
                                    const struct p2pshim_config *cfg)
 {
@@ -78,7 +83,7 @@ struct route_decision route_decide(const struct route_input *in,
 
     struct route_decision out = {ROUTE_ENABLE_THEN_PASS, ROUTE_UPGRADED,
                                  s->device, d->device};
-    if (in->exec_device == d->device) {
+    if (route_from_dst(in)) {
         out.enable_from = d->device;
         out.enable_to = s->device;
     }

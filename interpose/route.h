@@ -83,8 +83,14 @@ struct route_decision {
     enum route_action action;
     enum route_reason reason;
     int enable_from;       /* for ROUTE_ENABLE_THEN_PASS: the direction */
-    int enable_to;
+    int enable_to;         /* (route_from_dst), device ordinals */
 };
+
+/* The needed direction, the one rule every caller reads: true when it
+ * starts at the destination (the destination's device issues the copy),
+ * false when it starts at the source. Reads in->src, in->dst and
+ * in->exec_device only, so a caller can ask it before reading the link. */
+bool route_from_dst(const struct route_input *in);
 
 /* Decides. Rules, in order: not cross-GPU (unknown, host, same device);
  * mode off; ordinals past P2PSHIM_MAX_DEVICES; managed, pool and mapped

@@ -4,6 +4,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "ownership.h"
@@ -255,4 +257,41 @@ void shim_guard_enter(void)
 void shim_guard_leave(void)
 {
     guard_depth--;
+}
+
+bool shim_begin(void)
+{
+    if (shim_reentered())
+        return false;
+    shim_init();
+    shim_guard_enter();
+    return true;
+}
+
+void shim_end(void)
+{
+    shim_guard_leave();
+}
+
+static _Thread_local uint32_t cached_tid;
+static pthread_once_t tid_once = PTHREAD_ONCE_INIT;
+
+static void forget_tid(void)
+{
+    cached_tid = 0; /* runs in the one thread a fork child has */
+}
+
+static void tid_once_body(void)
+{
+    static const struct shim_module row = {.name = "thread-id", .fork_child = forget_tid};
+    shim_register(SHIM_ROW_THREAD_ID, &row);
+}
+
+uint32_t shim_thread_id(void)
+{
+    if (cached_tid == 0) {
+        pthread_once(&tid_once, tid_once_body);
+        cached_tid = (uint32_t)syscall(SYS_gettid);
+    }
+    return cached_tid;
 }

@@ -7,6 +7,7 @@
 #define P2PSHIM_SHIM_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "config.h"
 
@@ -86,5 +87,14 @@ void shim_register(enum shim_row row, const struct shim_module *module);
 bool shim_reentered(void);
 void shim_guard_enter(void);
 void shim_guard_leave(void);
+
+/* Enters the shim for one hooked call: initialises once, then false when
+ * this thread is already inside it (the wrapper then only passes
+ * through), else true with the guard taken until shim_end. */
+bool shim_begin(void);
+void shim_end(void);
+
+/* This thread's kernel id, cached per thread (reset in a fork child). */
+uint32_t shim_thread_id(void);
 
 #endif

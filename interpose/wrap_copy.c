@@ -5,21 +5,20 @@
  * replacement (bounce.h). */
 #include "copy.h"
 #include "hooks.h"
-
-#define PT true  /* per-thread variant */
-#define LG false /* legacy-stream variant */
+#include "shim.h"
 
 /* `act` sees `call` (the variant, its stream and per-thread flag) and
  * yields a struct copy_action: call the original, or return the answer of
  * the shim's replacement (bounce.h), which kept the variant's stream,
  * flavour (legacy or per-thread) and synchronisation. */
-#define WRAP_ACT(name, params, args, stream_expr, pt, act)                    \
+#define WRAP_ACT(name, params, args, stream_expr, act)                        \
     P2PSHIM_EXPORT CUresult name params                                       \
     {                                                                         \
         pfn_##name real = REAL(name);                                         \
         if (real == NULL)                                                     \
             return CUDA_ERROR_NOT_INITIALIZED;                                \
-        struct copy_call call_ = {HOOK_##name, (stream_expr), (pt), 0, false}; \
+        struct copy_call call_ = {HOOK_##name, (stream_expr),                 \
+                                  HOOK_PER_THREAD_##name, 0, false};          \
         struct copy_call *call = &call_;                                      \
         if (!shim_begin())                                                    \
             return real args;                                                 \
@@ -36,134 +35,134 @@
     }
 /* A copy the shim only considers (maybe enabling peer access), never
  * replaces. */
-#define WRAP_STREAM(name, params, args, stream_expr, pt, consider)            \
-    WRAP_ACT(name, params, args, stream_expr, pt,                             \
+#define WRAP_STREAM(name, params, args, stream_expr, consider)                \
+    WRAP_ACT(name, params, args, stream_expr,                                 \
              ((consider), (struct copy_action){false, CUDA_SUCCESS}))
-#define WRAP(name, params, args, consider, pt) WRAP_STREAM(name, params, args, NULL, pt, consider)
+#define WRAP(name, params, args, consider) WRAP_STREAM(name, params, args, NULL, consider)
 
 /* ---- linear copies in the unified address space ---- */
-#define WRAP_LINEAR_SYNC(name, pt)                                            \
+#define WRAP_LINEAR_SYNC(name)                                                \
     WRAP(name, (CUdeviceptr dst, CUdeviceptr src, size_t n), (dst, src, n),   \
-         copy_consider(call, dst, NULL, src, NULL, n), pt)
-#define WRAP_LINEAR_ASYNC(name, pt)                                           \
+         copy_consider(call, dst, NULL, src, NULL, n))
+#define WRAP_LINEAR_ASYNC(name)                                               \
     WRAP_STREAM(name, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s), \
-                (dst, src, n, s), s, pt, copy_consider(call, dst, NULL, src, NULL, n))
+                (dst, src, n, s), s, copy_consider(call, dst, NULL, src, NULL, n))
 
-WRAP_LINEAR_SYNC(cuMemcpyDtoD_v2, LG)
-WRAP_LINEAR_SYNC(cuMemcpyDtoD_v2_ptds, PT)
-WRAP_LINEAR_ASYNC(cuMemcpyDtoDAsync_v2, LG)
-WRAP_LINEAR_ASYNC(cuMemcpyDtoDAsync_v2_ptsz, PT)
+WRAP_LINEAR_SYNC(cuMemcpyDtoD_v2)
+WRAP_LINEAR_SYNC(cuMemcpyDtoD_v2_ptds)
+WRAP_LINEAR_ASYNC(cuMemcpyDtoDAsync_v2)
+WRAP_LINEAR_ASYNC(cuMemcpyDtoDAsync_v2_ptsz)
 
 /* ---- explicit contexts ---- */
-#define WRAP_PEER_SYNC(name, pt)                                              \
+#define WRAP_PEER_SYNC(name)                                                  \
     WRAP(name,                                                                \
          (CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx,   \
           size_t n),                                                          \
-         (dst, dctx, src, sctx, n), copy_consider(call, dst, dctx, src, sctx, n), pt)
-#define WRAP_PEER_ASYNC(name, pt)                                             \
+         (dst, dctx, src, sctx, n), copy_consider(call, dst, dctx, src, sctx, n))
+#define WRAP_PEER_ASYNC(name)                                                 \
     WRAP_STREAM(name,                                                         \
                 (CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, \
                  size_t n, CUstream s),                                       \
-                (dst, dctx, src, sctx, n, s), s, pt,                          \
+                (dst, dctx, src, sctx, n, s), s,                              \
                 copy_consider(call, dst, dctx, src, sctx, n))
 
-WRAP_PEER_SYNC(cuMemcpyPeer, LG)
-WRAP_PEER_SYNC(cuMemcpyPeer_ptds, PT)
-WRAP_PEER_ASYNC(cuMemcpyPeerAsync, LG)
-WRAP_PEER_ASYNC(cuMemcpyPeerAsync_ptsz, PT)
+WRAP_PEER_SYNC(cuMemcpyPeer)
+WRAP_PEER_SYNC(cuMemcpyPeer_ptds)
+WRAP_PEER_ASYNC(cuMemcpyPeerAsync)
+WRAP_PEER_ASYNC(cuMemcpyPeerAsync_ptsz)
 
 /* ---- described by a struct ---- */
-#define WRAP_STRUCT_SYNC(name, type, fn, pt)                                  \
-    WRAP(name, (const type *c), (c), fn(call, c), pt)
-#define WRAP_STRUCT_ASYNC(name, type, fn, pt)                                 \
-    WRAP_STREAM(name, (const type *c, CUstream s), (c, s), s, pt, fn(call, c))
+#define WRAP_STRUCT_SYNC(name, type, fn)                                      \
+    WRAP(name, (const type *c), (c), fn(call, c))
+#define WRAP_STRUCT_ASYNC(name, type, fn)                                     \
+    WRAP_STREAM(name, (const type *c, CUstream s), (c, s), s, fn(call, c))
 
-WRAP_STRUCT_SYNC(cuMemcpy2D_v2, CUDA_MEMCPY2D, copy_consider_2d, LG)
-WRAP_STRUCT_SYNC(cuMemcpy2D_v2_ptds, CUDA_MEMCPY2D, copy_consider_2d, PT)
-WRAP_STRUCT_SYNC(cuMemcpy2DUnaligned_v2, CUDA_MEMCPY2D, copy_consider_2d, LG)
-WRAP_STRUCT_SYNC(cuMemcpy2DUnaligned_v2_ptds, CUDA_MEMCPY2D, copy_consider_2d, PT)
-WRAP_STRUCT_ASYNC(cuMemcpy2DAsync_v2, CUDA_MEMCPY2D, copy_consider_2d, LG)
-WRAP_STRUCT_ASYNC(cuMemcpy2DAsync_v2_ptsz, CUDA_MEMCPY2D, copy_consider_2d, PT)
-WRAP_STRUCT_SYNC(cuMemcpy3D_v2, CUDA_MEMCPY3D, copy_consider_3d, LG)
-WRAP_STRUCT_SYNC(cuMemcpy3D_v2_ptds, CUDA_MEMCPY3D, copy_consider_3d, PT)
-WRAP_STRUCT_ASYNC(cuMemcpy3DAsync_v2, CUDA_MEMCPY3D, copy_consider_3d, LG)
-WRAP_STRUCT_ASYNC(cuMemcpy3DAsync_v2_ptsz, CUDA_MEMCPY3D, copy_consider_3d, PT)
-WRAP_STRUCT_SYNC(cuMemcpy3DPeer, CUDA_MEMCPY3D_PEER, copy_consider_3d_peer, LG)
-WRAP_STRUCT_SYNC(cuMemcpy3DPeer_ptds, CUDA_MEMCPY3D_PEER, copy_consider_3d_peer, PT)
-WRAP_STRUCT_ASYNC(cuMemcpy3DPeerAsync, CUDA_MEMCPY3D_PEER, copy_consider_3d_peer, LG)
-WRAP_STRUCT_ASYNC(cuMemcpy3DPeerAsync_ptsz, CUDA_MEMCPY3D_PEER, copy_consider_3d_peer, PT)
+WRAP_STRUCT_SYNC(cuMemcpy2D_v2, CUDA_MEMCPY2D, copy_consider_2d)
+WRAP_STRUCT_SYNC(cuMemcpy2D_v2_ptds, CUDA_MEMCPY2D, copy_consider_2d)
+WRAP_STRUCT_SYNC(cuMemcpy2DUnaligned_v2, CUDA_MEMCPY2D, copy_consider_2d)
+WRAP_STRUCT_SYNC(cuMemcpy2DUnaligned_v2_ptds, CUDA_MEMCPY2D, copy_consider_2d)
+WRAP_STRUCT_ASYNC(cuMemcpy2DAsync_v2, CUDA_MEMCPY2D, copy_consider_2d)
+WRAP_STRUCT_ASYNC(cuMemcpy2DAsync_v2_ptsz, CUDA_MEMCPY2D, copy_consider_2d)
+WRAP_STRUCT_SYNC(cuMemcpy3D_v2, CUDA_MEMCPY3D, copy_consider_3d)
+WRAP_STRUCT_SYNC(cuMemcpy3D_v2_ptds, CUDA_MEMCPY3D, copy_consider_3d)
+WRAP_STRUCT_ASYNC(cuMemcpy3DAsync_v2, CUDA_MEMCPY3D, copy_consider_3d)
+WRAP_STRUCT_ASYNC(cuMemcpy3DAsync_v2_ptsz, CUDA_MEMCPY3D, copy_consider_3d)
+WRAP_STRUCT_SYNC(cuMemcpy3DPeer, CUDA_MEMCPY3D_PEER, copy_consider_3d_peer)
+WRAP_STRUCT_SYNC(cuMemcpy3DPeer_ptds, CUDA_MEMCPY3D_PEER, copy_consider_3d_peer)
+WRAP_STRUCT_ASYNC(cuMemcpy3DPeerAsync, CUDA_MEMCPY3D_PEER, copy_consider_3d_peer)
+WRAP_STRUCT_ASYNC(cuMemcpy3DPeerAsync_ptsz, CUDA_MEMCPY3D_PEER, copy_consider_3d_peer)
 
 /* ---- batches: the 12080 signature carries failIdx, 13000's does not ---- */
-#define WRAP_BATCH_12080(name, pt)                                            \
-    WRAP_STREAM(name,                                                                \
+#define WRAP_BATCH_12080(name)                                                \
+    WRAP_STREAM(name,                                                         \
          (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,  \
           CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,      \
           size_t *failIdx, CUstream s),                                       \
          (dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, s),  \
-         s, pt, copy_consider_batch(call, dsts, srcs, sizes, count))
-#define WRAP_BATCH_13000(name, pt)                                            \
-    WRAP_STREAM(name,                                                                \
+         s, copy_consider_batch(call, dsts, srcs, sizes, count))
+#define WRAP_BATCH_13000(name)                                                \
+    WRAP_STREAM(name,                                                         \
          (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,  \
           CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,      \
           CUstream s),                                                        \
          (dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, s),           \
-         s, pt, copy_consider_batch(call, dsts, srcs, sizes, count))
+         s, copy_consider_batch(call, dsts, srcs, sizes, count))
 
-WRAP_BATCH_12080(cuMemcpyBatchAsync, LG)
-WRAP_BATCH_12080(cuMemcpyBatchAsync_ptsz, PT)
-WRAP_BATCH_13000(cuMemcpyBatchAsync_v2, LG)
-WRAP_BATCH_13000(cuMemcpyBatchAsync_v2_ptsz, PT)
+WRAP_BATCH_12080(cuMemcpyBatchAsync)
+WRAP_BATCH_12080(cuMemcpyBatchAsync_ptsz)
+WRAP_BATCH_13000(cuMemcpyBatchAsync_v2)
+WRAP_BATCH_13000(cuMemcpyBatchAsync_v2_ptsz)
 
-#define WRAP_3DBATCH_12080(name, pt)                                          \
+#define WRAP_3DBATCH_12080(name)                                              \
     WRAP_STREAM(name,                                                         \
                 (size_t n, CUDA_MEMCPY3D_BATCH_OP *ops, size_t *failIdx,      \
                  unsigned long long flags, CUstream s),                       \
-                (n, ops, failIdx, flags, s), s, pt, copy_consider_3d_batch(call, n, ops))
-#define WRAP_3DBATCH_13000(name, pt)                                          \
+                (n, ops, failIdx, flags, s), s, copy_consider_3d_batch(call, n, ops))
+#define WRAP_3DBATCH_13000(name)                                              \
     WRAP_STREAM(name,                                                         \
                 (size_t n, CUDA_MEMCPY3D_BATCH_OP *ops, unsigned long long flags, \
                  CUstream s),                                                 \
-                (n, ops, flags, s), s, pt, copy_consider_3d_batch(call, n, ops))
+                (n, ops, flags, s), s, copy_consider_3d_batch(call, n, ops))
 
-WRAP_3DBATCH_12080(cuMemcpy3DBatchAsync, LG)
-WRAP_3DBATCH_12080(cuMemcpy3DBatchAsync_ptsz, PT)
-WRAP_3DBATCH_13000(cuMemcpy3DBatchAsync_v2, LG)
-WRAP_3DBATCH_13000(cuMemcpy3DBatchAsync_v2_ptsz, PT)
+WRAP_3DBATCH_12080(cuMemcpy3DBatchAsync)
+WRAP_3DBATCH_12080(cuMemcpy3DBatchAsync_ptsz)
+WRAP_3DBATCH_13000(cuMemcpy3DBatchAsync_v2)
+WRAP_3DBATCH_13000(cuMemcpy3DBatchAsync_v2_ptsz)
 
 /* ---- host <-> device: the shim may run a replacement (bounce.h) ---- */
 #define SYNC true
 #define ASYNC false
-#define HTOD(name, pt)                                                        \
-    WRAP_ACT(name, (CUdeviceptr d, const void *h, size_t n), (d, h, n), NULL, pt, \
+#define HTOD(name)                                                            \
+    WRAP_ACT(name, (CUdeviceptr d, const void *h, size_t n), (d, h, n), NULL, \
               copy_consider_host(call, d, h, n, true, SYNC))
-#define DTOH(name, pt)                                                        \
-    WRAP_ACT(name, (void *h, CUdeviceptr d, size_t n), (h, d, n), NULL, pt,  \
+#define DTOH(name)                                                            \
+    WRAP_ACT(name, (void *h, CUdeviceptr d, size_t n), (h, d, n), NULL,       \
               copy_consider_host(call, d, h, n, false, SYNC))
-#define HTOD_ASYNC(name, pt)                                                  \
-    WRAP_ACT(name, (CUdeviceptr d, const void *h, size_t n, CUstream s),     \
-              (d, h, n, s), s, pt, copy_consider_host(call, d, h, n, true, ASYNC))
-#define DTOH_ASYNC(name, pt)                                                  \
-    WRAP_ACT(name, (void *h, CUdeviceptr d, size_t n, CUstream s),           \
-              (h, d, n, s), s, pt, copy_consider_host(call, d, h, n, false, ASYNC))
+#define HTOD_ASYNC(name)                                                      \
+    WRAP_ACT(name, (CUdeviceptr d, const void *h, size_t n, CUstream s),      \
+              (d, h, n, s), s, copy_consider_host(call, d, h, n, true, ASYNC))
+#define DTOH_ASYNC(name)                                                      \
+    WRAP_ACT(name, (void *h, CUdeviceptr d, size_t n, CUstream s),            \
+              (h, d, n, s), s, copy_consider_host(call, d, h, n, false, ASYNC))
 
 /* Unified copies: one of them may be a host bounce too. */
-#define UNIFIED(name, pt)                                                     \
-    WRAP_ACT(name, (CUdeviceptr dst, CUdeviceptr src, size_t n), (dst, src, n), NULL, pt, \
+#define UNIFIED(name)                                                         \
+    WRAP_ACT(name, (CUdeviceptr dst, CUdeviceptr src, size_t n), (dst, src, n), NULL, \
               copy_consider_linear(call, dst, src, n, SYNC))
-#define UNIFIED_ASYNC(name, pt)                                               \
-    WRAP_ACT(name, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s), \
-              (dst, src, n, s), s, pt, copy_consider_linear(call, dst, src, n, ASYNC))
+#define UNIFIED_ASYNC(name)                                                   \
+    WRAP_ACT(name, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s),  \
+              (dst, src, n, s), s, copy_consider_linear(call, dst, src, n, ASYNC))
 
-UNIFIED(cuMemcpy, LG)
-UNIFIED(cuMemcpy_ptds, PT)
-UNIFIED_ASYNC(cuMemcpyAsync, LG)
-UNIFIED_ASYNC(cuMemcpyAsync_ptsz, PT)
+UNIFIED(cuMemcpy)
+UNIFIED(cuMemcpy_ptds)
+UNIFIED_ASYNC(cuMemcpyAsync)
+UNIFIED_ASYNC(cuMemcpyAsync_ptsz)
 
-HTOD(cuMemcpyHtoD_v2, LG)
-HTOD(cuMemcpyHtoD_v2_ptds, PT)
-DTOH(cuMemcpyDtoH_v2, LG)
-DTOH(cuMemcpyDtoH_v2_ptds, PT)
-HTOD_ASYNC(cuMemcpyHtoDAsync_v2, LG)
-HTOD_ASYNC(cuMemcpyHtoDAsync_v2_ptsz, PT)
-DTOH_ASYNC(cuMemcpyDtoHAsync_v2, LG)
-DTOH_ASYNC(cuMemcpyDtoHAsync_v2_ptsz, PT)
+HTOD(cuMemcpyHtoD_v2)
+HTOD(cuMemcpyHtoD_v2_ptds)
+DTOH(cuMemcpyDtoH_v2)
+DTOH(cuMemcpyDtoH_v2_ptds)
+HTOD_ASYNC(cuMemcpyHtoDAsync_v2)
+HTOD_ASYNC(cuMemcpyHtoDAsync_v2_ptsz)
+DTOH_ASYNC(cuMemcpyDtoHAsync_v2)
+DTOH_ASYNC(cuMemcpyDtoHAsync_v2_ptsz)

@@ -7,6 +7,8 @@
 #include "driver.h"
 #include "hooks.h"
 #include "ownership.h"
+#include "resolve.h"
+#include "shim.h"
 
 #define REAL_OR_FAIL(name)                                                    \
     pfn_##name real = REAL(name);                                             \

@@ -6,6 +6,7 @@
 #include "hooks.h"
 #include "ownership.h"
 #include "peer.h"
+#include "shim.h"
 
 P2PSHIM_EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags)
 {

@@ -240,7 +240,7 @@ static CUevent record_on(const struct copy_call *call)
     const struct driver_api *d = driver_api();
     CUcontext ctx = driver_stream_ctx(call->stream, call->per_thread);
     CUevent e = event_in(ctx);
-    CUresult (*rec)(CUevent, CUstream) = call->per_thread ? d->event_record_ptsz : d->event_record;
+    PFN_cuEventRecord_v2000 rec = DRIVER_FLAVOUR(d, event_record, call->per_thread);
     if (e == NULL || rec == NULL || rec(e, call->stream) != CUDA_SUCCESS) {
         if (e)
             d->event_destroy(e);
@@ -262,8 +262,7 @@ void bgpu_sync_uses(struct dbuf *b)
 void bgpu_wait_uses(struct dbuf *b, const struct copy_call *call)
 {
     const struct driver_api *d = driver_api();
-    CUresult (*wait)(CUstream, CUevent, unsigned) =
-        call->per_thread ? d->stream_wait_event_ptsz : d->stream_wait_event;
+    PFN_cuStreamWaitEvent_v3020 wait = DRIVER_FLAVOUR(d, stream_wait_event, call->per_thread);
     for (int i = 0; i < b->nuses; i++) {
         if (wait == NULL || wait(call->stream, b->uses[i], 0) != CUDA_SUCCESS)
             d->event_synchronize(b->uses[i]);
@@ -315,8 +314,8 @@ CUresult bgpu_fence(const struct copy_call *call, bool wait, struct dbuf *b)
 bool bgpu_capturing(const struct copy_call *call)
 {
     const struct driver_api *d = driver_api();
-    CUresult (*is)(CUstream, CUstreamCaptureStatus *) =
-        call->per_thread ? d->stream_is_capturing_ptsz : d->stream_is_capturing;
+    PFN_cuStreamIsCapturing_v10000 is =
+        DRIVER_FLAVOUR(d, stream_is_capturing, call->per_thread);
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
     if (is == NULL)
         return false; /* a driver without capture */
@@ -331,8 +330,7 @@ bool bgpu_capturing(const struct copy_call *call)
 CUresult bgpu_copy(const struct copy_call *call, CUdeviceptr dst, CUdeviceptr src,
                    size_t bytes)
 {
-    pfn_cuMemcpyAsync f = call->per_thread ? (pfn_cuMemcpyAsync)hook_real(HOOK_cuMemcpyAsync_ptsz)
-                                           : (pfn_cuMemcpyAsync)hook_real(HOOK_cuMemcpyAsync);
+    pfn_cuMemcpyAsync f = REAL_FLAVOUR(cuMemcpyAsync, call->per_thread);
     return f ? f(dst, src, bytes, call->stream) : CUDA_ERROR_NOT_INITIALIZED;
 }
 
@@ -340,12 +338,10 @@ CUresult bgpu_dtoh(const struct copy_call *call, bool sync, void *dst, CUdevicep
                    size_t bytes)
 {
     if (sync) {
-        pfn_cuMemcpyDtoH_v2 f = (pfn_cuMemcpyDtoH_v2)hook_real(
-            call->per_thread ? HOOK_cuMemcpyDtoH_v2_ptds : HOOK_cuMemcpyDtoH_v2);
+        pfn_cuMemcpyDtoH_v2 f = REAL_FLAVOUR(cuMemcpyDtoH_v2, call->per_thread);
         return f ? f(dst, src, bytes) : CUDA_ERROR_NOT_INITIALIZED;
     }
-    pfn_cuMemcpyDtoHAsync_v2 f = (pfn_cuMemcpyDtoHAsync_v2)hook_real(
-        call->per_thread ? HOOK_cuMemcpyDtoHAsync_v2_ptsz : HOOK_cuMemcpyDtoHAsync_v2);
+    pfn_cuMemcpyDtoHAsync_v2 f = REAL_FLAVOUR(cuMemcpyDtoHAsync_v2, call->per_thread);
     return f ? f(dst, src, bytes, call->stream) : CUDA_ERROR_NOT_INITIALIZED;
 }
 
@@ -353,12 +349,10 @@ CUresult bgpu_htod(const struct copy_call *call, bool sync, CUdeviceptr dst, con
                    size_t bytes)
 {
     if (sync) {
-        pfn_cuMemcpyHtoD_v2 f = (pfn_cuMemcpyHtoD_v2)hook_real(
-            call->per_thread ? HOOK_cuMemcpyHtoD_v2_ptds : HOOK_cuMemcpyHtoD_v2);
+        pfn_cuMemcpyHtoD_v2 f = REAL_FLAVOUR(cuMemcpyHtoD_v2, call->per_thread);
         return f ? f(dst, src, bytes) : CUDA_ERROR_NOT_INITIALIZED;
     }
-    pfn_cuMemcpyHtoDAsync_v2 f = (pfn_cuMemcpyHtoDAsync_v2)hook_real(
-        call->per_thread ? HOOK_cuMemcpyHtoDAsync_v2_ptsz : HOOK_cuMemcpyHtoDAsync_v2);
+    pfn_cuMemcpyHtoDAsync_v2 f = REAL_FLAVOUR(cuMemcpyHtoDAsync_v2, call->per_thread);
     return f ? f(dst, src, bytes, call->stream) : CUDA_ERROR_NOT_INITIALIZED;
 }
 
@@ -370,8 +364,7 @@ CUevent bgpu_record(const struct copy_call *call)
 void bgpu_wait_event(const struct copy_call *call, CUevent ev)
 {
     const struct driver_api *d = driver_api();
-    CUresult (*wait)(CUstream, CUevent, unsigned) =
-        call->per_thread ? d->stream_wait_event_ptsz : d->stream_wait_event;
+    PFN_cuStreamWaitEvent_v3020 wait = DRIVER_FLAVOUR(d, stream_wait_event, call->per_thread);
     if (wait == NULL || wait(call->stream, ev, 0) != CUDA_SUCCESS)
         d->event_synchronize(ev);
 }

@@ -12,11 +12,11 @@
 #include "driver.h"
 #include "hooks.h"
 #include "log.h"
-#include "peer.h"
 #include "record.h"
 #include "resolve.h"
 #include "route.h"
 #include "uffd.h"
+#include "upgrade.h"
 
 /* An H2D split into more pieces than this goes the normal way. */
 #define PIECES_MAX 16
@@ -26,33 +26,16 @@ struct piece {
     uintptr_t lo, hi;
 };
 
-/* Peer access for a copy from the snapshot's device to dst's, as the copy
- * path would enable it (route.h: the direction that starts at the issuing
- * device). false: the pair is not to be used. */
-static bool link_for(const struct copy_call *call, const struct snap *s,
+/* Peer access for a copy from the snapshot's device to dst's, enabled as
+ * for any copy (upgrade.h). */
+static void link_for(const struct copy_call *call, const struct snap *s,
                      const struct owner_info *dst, size_t bytes)
 {
-    const struct p2pshim_config *cfg = config_get();
-    int a = s->buf.dev, b = dst->device;
-    if (a == b)
-        return true;
-    if (b >= P2PSHIM_MAX_DEVICES || !cfg->pair_allowed[a][b])
-        return false;
-    if (dst->ctx == NULL)
-        return true; /* pool or mapped memory: the driver stages or uses its access */
-    struct route_input in = {0};
-    in.src = (struct route_end){true, MEM_KIND_DEVICE, a};
-    in.dst = (struct route_end){true, dst->kind, b};
-    in.bytes = bytes;
-    in.exec_device = driver_ctx_device(driver_stream_ctx(call->stream, call->per_thread));
-    bool from_dst = in.exec_device == b;
-    CUcontext fc = from_dst ? dst->ctx : s->buf.ctx, tc = from_dst ? s->buf.ctx : dst->ctx;
-    int fd = from_dst ? b : a, td = from_dst ? a : b;
-    peer_view(fc, fd, tc, td, &in.link);
-    struct route_decision d = route_decide(&in, cfg);
+    struct copy_end from = {{true, MEM_KIND_DEVICE, s->buf.dev}, s->buf.ctx};
+    struct copy_end to = {{true, dst->kind, dst->device}, dst->ctx};
+    struct route_decision d = upgrade_decide(call, &from, &to, bytes, config_get());
     if (d.action == ROUTE_ENABLE_THEN_PASS)
-        peer_shim_enable(fc, fd, tc, td);
-    return true;
+        upgrade_enable(&d, &from, &to);
 }
 
 /* Splits [h, h+n) into pieces from snapshots and from the host. false
@@ -155,6 +138,41 @@ static void unpin(struct piece *pc, int np, bool served, bool mostly_host)
     pthread_mutex_unlock(&bounce_mu);
 }
 
+/* Issues the pieces of an H2D of host h to dst in order, on the program's
+ * stream: host pieces as H2Ds in the call's flavour, snapshot pieces as
+ * device copies after their snapshot. *from_snap: the bytes from
+ * snapshots. Stops at the first failure and returns it. */
+static CUresult issue(const struct copy_call *call, bool sync, CUdeviceptr dst, uintptr_t h,
+                      const struct piece *pc, int np, size_t *from_snap)
+{
+    CUresult r = CUDA_SUCCESS;
+    for (int i = 0; i < np && r == CUDA_SUCCESS; i++) {
+        struct snap *s = pc[i].s;
+        size_t len = pc[i].hi - pc[i].lo, off = pc[i].lo - h;
+        if (s == NULL) {
+            r = bgpu_htod(call, sync, dst + off, (const void *)pc[i].lo, len);
+            continue;
+        }
+        if (s->done != NULL)
+            bgpu_wait_event(call, s->done);
+        r = bgpu_copy(call, dst + off, s->buf.ptr + (pc[i].lo - s->host), len);
+        *from_snap += len;
+    }
+    return r;
+}
+
+/* The run log's view of a served H2D's traffic: GPU to GPU, per source. */
+static void record_pieces(const struct piece *pc, int np, int dst_dev)
+{
+    for (int i = 0; i < np; i++) {
+        if (pc[i].s == NULL)
+            continue;
+        char detail[24];
+        snprintf(detail, sizeof detail, "%zu", (size_t)(pc[i].hi - pc[i].lo));
+        record_event("bounce", pc[i].s->buf.dev, dst_dev, 0, detail);
+    }
+}
+
 static bool serve(const struct copy_call *call, bool sync, CUdeviceptr dst, const void *host,
                   size_t bytes, CUresult *rc)
 {
@@ -199,28 +217,16 @@ static bool serve(const struct copy_call *call, bool sync, CUdeviceptr dst, cons
     }
     pthread_mutex_unlock(&bounce_mu);
     for (int i = 0; ok && i < np; i++)
-        if (pc[i].s != NULL && !link_for(call, pc[i].s, &d, bytes))
-            ok = false;
+        if (pc[i].s != NULL)
+            link_for(call, pc[i].s, &d, bytes);
     if (!ok) {
         unpin(pc, np, false, false);
         bounce_host_access(host, bytes, false);
         return false;
     }
     double t1 = bounce_now_us();
-    CUresult r = CUDA_SUCCESS;
     size_t from_snap = 0;
-    for (int i = 0; i < np && r == CUDA_SUCCESS; i++) {
-        struct snap *s = pc[i].s;
-        size_t len = pc[i].hi - pc[i].lo, off = pc[i].lo - h;
-        if (s == NULL) {
-            r = bgpu_htod(call, sync, dst + off, (const void *)pc[i].lo, len);
-            continue;
-        }
-        if (s->done != NULL)
-            bgpu_wait_event(call, s->done);
-        r = bgpu_copy(call, dst + off, s->buf.ptr + (pc[i].lo - s->host), len);
-        from_snap += len;
-    }
+    CUresult r = issue(call, sync, dst, h, pc, np, &from_snap);
     if (r != CUDA_SUCCESS) {
         /* The original call does it all again, after what was issued. */
         unpin(pc, np, false, false);
@@ -235,16 +241,8 @@ static bool serve(const struct copy_call *call, bool sync, CUdeviceptr dst, cons
         r = bgpu_fence(call, true, NULL);
     LOG_DEBUG("bounce: H2D of %zu bytes in %d piece(s): plan %.0f us, issued %.0f us, "
               "wait %.0f us", bytes, np, t1 - t0, t2 - t1, bounce_now_us() - t2);
-    if (record_enabled()) {
-        /* The run log's view of the traffic: GPU to GPU, per source. */
-        for (int i = 0; i < np; i++) {
-            if (pc[i].s == NULL)
-                continue;
-            char detail[24];
-            snprintf(detail, sizeof detail, "%zu", (size_t)(pc[i].hi - pc[i].lo));
-            record_event("bounce", pc[i].s->buf.dev, d.device, 0, detail);
-        }
-    }
+    if (record_enabled())
+        record_pieces(pc, np, d.device);
     unpin(pc, np, true, from_snap * 2 < bytes);
     atomic_fetch_add(&bst_upgraded, 1);
     atomic_fetch_add(&bst_upgraded_bytes, from_snap);

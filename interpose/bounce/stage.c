@@ -43,10 +43,8 @@ static CUstream stage_ready(struct stage *st, CUcontext ctx)
     const struct driver_api *d = driver_api();
     if (st->mem == NULL && bgpu_push(ctx)) {
         void *p = NULL;
-        CUresult (*host_alloc)(void **, size_t, unsigned) =
-            (CUresult(*)(void **, size_t, unsigned))driver_symbol("cuMemHostAlloc");
-        if (host_alloc &&
-            host_alloc(&p, 2 * STAGE_BYTES, CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS) {
+        if (d->mem_host_alloc &&
+            d->mem_host_alloc(&p, 2 * STAGE_BYTES, CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS) {
             st->mem = p;
             st->pinned = true;
             st->mem_ctx = ctx;
@@ -132,16 +130,19 @@ CUevent bgpu_snapshot_aside(const struct copy_call *call, struct dbuf *b, CUdevi
 {
     const struct driver_api *d = driver_api();
     pfn_cuMemcpyAsync copy = (pfn_cuMemcpyAsync)hook_real(HOOK_cuMemcpyAsync);
+    /* The side stream is the shim's own: the legacy flavour. */
+    PFN_cuStreamWaitEvent_v3020 wait = DRIVER_FLAVOUR(d, stream_wait_event, false);
+    PFN_cuEventRecord_v2000 record = DRIVER_FLAVOUR(d, event_record, false);
     CUevent after = bgpu_record(call), done = NULL;
     if (after == NULL || copy == NULL)
         goto out;
     pthread_mutex_lock(&caller_stage.mu);
     CUstream side = stage_ready(&caller_stage, b->ctx);
     if (side != NULL && bgpu_push(b->ctx)) {
-        bool ok = d->stream_wait_event(side, after, 0) == CUDA_SUCCESS;
+        bool ok = wait(side, after, 0) == CUDA_SUCCESS;
         /* The work still reading the buffer (an H2D from the last snapshot). */
         for (int i = 0; i < b->nuses; i++) {
-            ok = ok && d->stream_wait_event(side, b->uses[i], 0) == CUDA_SUCCESS;
+            ok = ok && wait(side, b->uses[i], 0) == CUDA_SUCCESS;
             if (!ok)
                 d->event_synchronize(b->uses[i]);
             d->event_destroy(b->uses[i]);
@@ -150,7 +151,7 @@ CUevent bgpu_snapshot_aside(const struct copy_call *call, struct dbuf *b, CUdevi
         if (ok && copy(b->ptr, src, bytes, side) == CUDA_SUCCESS) {
             if (d->event_create(&done, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
                 done = NULL;
-            else if (d->event_record(done, side) != CUDA_SUCCESS) {
+            else if (record(done, side) != CUDA_SUCCESS) {
                 d->event_destroy(done);
                 done = NULL;
             }

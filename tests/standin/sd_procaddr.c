@@ -23,18 +23,49 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct sd_export {
-    const char *name;
+/* How cuGetProcAddress finds a variant (hooks.def's convention). */
+struct sd_values {
     const char *base;
     int since;
     int per_thread;
+};
+
+struct sd_export {
+    const char *name;
+    const struct sd_values *v;
     void *fn;
 };
 
-static const struct sd_export exports[] = {
-#define SD_EXPORT(name, base, since, pt) {#name, base, since, pt, (void *)&name},
+/* The values of the shim's hooked variants, from the shim's own list. */
+enum sd_hooked {
+#define P2PSHIM_HOOK(name, base, since, per_thread, params, args) SDH_##name,
+#include "hooks.def"
+#undef P2PSHIM_HOOK
+    SDH_COUNT
+};
+static const struct sd_values hooked_values[SDH_COUNT] = {
+#define P2PSHIM_HOOK(name, base, since, per_thread, params, args) {base, since, per_thread},
+#include "hooks.def"
+#undef P2PSHIM_HOOK
+};
+
+/* A hooked variant written as a hand-valued SD_EXPORT row redeclares its
+ * SDH_ enumerator here: it cannot compile, so it cannot drift. */
+enum sd_hand_valued {
+#define SD_EXPORT(name, base, since, pt) SDH_##name,
+#define SD_HOOKED(name)
 #include "sd_exports.def"
 #undef SD_EXPORT
+#undef SD_HOOKED
+};
+
+static const struct sd_export exports[] = {
+#define SD_EXPORT(name, base, since, pt)                                          \
+    {#name, &(const struct sd_values){base, since, pt}, (void *)&name},
+#define SD_HOOKED(name) {#name, &hooked_values[SDH_##name], (void *)&name},
+#include "sd_exports.def"
+#undef SD_EXPORT
+#undef SD_HOOKED
 };
 
 /* ---- injected tools ---- */
@@ -127,13 +158,13 @@ static CUresult proc_address(const char *symbol, void **pfn, int version, cuuint
     int known = 0;
     for (size_t i = 0; i < sizeof exports / sizeof exports[0]; i++) {
         const struct sd_export *e = &exports[i];
-        if (strcmp(e->base, symbol) != 0)
+        if (strcmp(e->v->base, symbol) != 0)
             continue;
         known = 1;
-        if (e->since > version)
+        if (e->v->since > version)
             continue;
-        const struct sd_export **slot = e->per_thread ? &pt : &legacy;
-        if (!*slot || e->since > (*slot)->since)
+        const struct sd_export **slot = e->v->per_thread ? &pt : &legacy;
+        if (!*slot || e->v->since > (*slot)->v->since)
             *slot = e;
     }
     const struct sd_export *pick = want_pt && pt ? pt : legacy;
