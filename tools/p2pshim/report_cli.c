@@ -102,12 +102,18 @@ static bool add_logs(const char *arg, struct report_inputs *in)
         char *pat[2] = {NULL, NULL};
         bool ok = asprintf(&pat[0], "%s/*.jsonl", arg) > 0 &&
                   asprintf(&pat[1], "%s/*.jsonl.gz", arg) > 0;
-        rc = ok ? glob(pat[0], 0, NULL, &g) : GLOB_NOSPACE;
-        if (ok && (rc == 0 || rc == GLOB_NOMATCH))
-            rc = glob(pat[1], rc == 0 ? GLOB_APPEND : 0, NULL, &g);
+        int first = ok ? glob(pat[0], 0, NULL, &g) : GLOB_NOSPACE;
+        rc = first;
+        if (ok && (first == 0 || first == GLOB_NOMATCH)) {
+            rc = glob(pat[1], first == 0 ? GLOB_APPEND : 0, NULL, &g);
+            if (rc == GLOB_NOMATCH && first == 0)
+                rc = 0;
+        }
         free(pat[0]);
         free(pat[1]);
         if (rc == GLOB_NOMATCH || (rc == 0 && g.gl_pathc == 0)) {
+            if (rc == 0)
+                globfree(&g);
             fprintf(stderr, "p2pshim report: %s: no run log (*.jsonl) in this folder\n", arg);
             return false;
         }

@@ -382,19 +382,75 @@ static bool glob_of(const char *pattern, char *out, size_t len)
     return true;
 }
 
-/* Renders the logs matching pattern (a glob) to out (NULL: the verdict on
- * stderr); returns 0 or LAUNCHER_EXIT_REPORT. */
-static int render_tree(const char *pattern, const char *where, const char *out)
+/* The pid and parent pid in a log's first line (its header); false when
+ * it has none yet. */
+static bool header_pids(const char *path, long *pid, long *ppid)
+{
+    char line[4096];
+    FILE *f = fopen(path, "r");
+    bool ok = f != NULL && fgets(line, sizeof line, f) != NULL;
+    if (f != NULL)
+        fclose(f);
+    const char *p = ok ? strstr(line, "\"pid\":") : NULL, *q = ok ? strstr(line, "\"ppid\":") : NULL;
+    return p != NULL && q != NULL && sscanf(p, "\"pid\":%ld", pid) == 1 &&
+           sscanf(q, "\"ppid\":%ld", ppid) == 1;
+}
+
+/* The logs of the process tree of root among paths (a --log-dir folder
+ * that other launchers' trees share, one per rank, holds theirs too):
+ * root's and its children's, and those whose parent's log is in, until
+ * none is added. (A process between them that wrote no log, a shell
+ * without exec say, cuts the chain: its children's logs are left out.) */
+static int tree_logs(char **paths, int n, pid_t root, char **out)
+{
+    long pid[n > 0 ? n : 1], ppid[n > 0 ? n : 1];
+    bool in[n > 0 ? n : 1], known[n > 0 ? n : 1];
+    for (int i = 0; i < n; i++) {
+        known[i] = header_pids(paths[i], &pid[i], &ppid[i]);
+        in[i] = known[i] && (pid[i] == (long)root || ppid[i] == (long)root);
+    }
+    for (bool added = true; added;) {
+        added = false;
+        for (int i = 0; i < n; i++)
+            for (int j = 0; known[i] && !in[i] && j < n; j++)
+                if (in[j] && (ppid[i] == pid[j] || pid[i] == pid[j]))
+                    in[i] = added = true;
+    }
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (in[i])
+            out[m++] = paths[i];
+    return m;
+}
+
+/* Renders the logs of root's tree that match pattern (a glob) to out
+ * (NULL: the verdict on stderr); returns 0 or LAUNCHER_EXIT_REPORT. */
+static int render_tree(const char *pattern, pid_t root, bool shared, const char *where,
+                       const char *out)
 {
     glob_t g;
-    if (glob(pattern, 0, NULL, &g) != 0) {
+    char **mine = NULL;
+    int n = 0;
+    if (glob(pattern, 0, NULL, &g) == 0) {
+        mine = calloc(g.gl_pathc + 1, sizeof *mine);
+        n = !mine ? 0 : shared ? tree_logs(g.gl_pathv, (int)g.gl_pathc, root, mine)
+                               : (int)g.gl_pathc;
+        for (int i = 0; mine && !shared && i < n; i++)
+            mine[i] = g.gl_pathv[i];
+    } else {
+        g.gl_pathc = 0;
+    }
+    if (n == 0) {
         launcher_error("no run log in %s: did the program make any CUDA call?", where);
+        if (g.gl_pathc)
+            globfree(&g);
+        free(mine);
         return LAUNCHER_EXIT_REPORT;
     }
     /* NULL topo: the bandwidth table at its default place, if there is one. */
-    int rc = report_render_many((const char *const *)g.gl_pathv, (int)g.gl_pathc,
-                                out ? out : "/dev/stderr", out ? format_of(out) : "verdict",
-                                NULL);
+    int rc = report_render_many((const char *const *)mine, n, out ? out : "/dev/stderr",
+                                out ? format_of(out) : "verdict", NULL);
+    free(mine);
     globfree(&g);
     if (rc != 0) {
         launcher_error("the report could not be rendered from %s", where);
@@ -421,13 +477,13 @@ static int report_after(const struct run_env *o, const struct run_opts *ro,
         if (glob(glob_pat, 0, NULL, &g) != 0)
             return 0;
         globfree(&g);
-        return render_tree(glob_pat, where, NULL) == 0 ? 0 : LAUNCHER_EXIT_REPORT;
+        return render_tree(glob_pat, pid, ro->log_dir != NULL, where, NULL) == 0 ? 0 : LAUNCHER_EXIT_REPORT;
     }
     if (!outfile_expand_for(ro->report, (long)pid, out, sizeof out)) {
         launcher_error("--report %s: name too long", ro->report);
         return LAUNCHER_EXIT_REPORT;
     }
-    return render_tree(glob_pat, where, out);
+    return render_tree(glob_pat, pid, ro->log_dir != NULL, where, out);
 }
 
 /* The run after the options: library, preload, run logs, program, report. */
