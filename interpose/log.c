@@ -1,6 +1,7 @@
 /* Logging: one prefix, a stack buffer, one write(2) per line. */
 #define _GNU_SOURCE
 #include "log.h"
+#include "job.h"
 #include "outfile.h"
 
 #include <errno.h>
@@ -12,6 +13,7 @@
 
 #define LINE_MAX_BYTES 1024 /* a line with its newline */
 #define PREFIX "p2pshim: "
+#define IDENTITY_MAX 200      /* "host:pid rRANK " at most */
 
 enum p2pshim_log_level p2pshim_log_threshold = P2PSHIM_LOG_WARN;
 
@@ -46,6 +48,29 @@ static void finish(char *buf, int used)
     write_all(buf, len);
 }
 
+/* "host:pid " or "host:pid rRANK " into buf (IDENTITY_MAX bytes), as
+ * NCCL starts its lines: the lines of many processes in one stream can be
+ * told apart. Asked each time: a forked child has its own pid. Returns the
+ * length. */
+static size_t put_identity(char *buf)
+{
+    char host[64] = "";
+    if (gethostname(host, sizeof host - 1) != 0 || host[0] == '\0')
+        snprintf(host, sizeof host, "unknown-host");
+    const char *rank = job_rank();
+    int n = rank != NULL ? snprintf(buf, IDENTITY_MAX, "%s:%ld r%.32s ", host, (long)getpid(), rank)
+                         : snprintf(buf, IDENTITY_MAX, "%s:%ld ", host, (long)getpid());
+    return n < 0 ? 0 : (size_t)n < IDENTITY_MAX ? (size_t)n : IDENTITY_MAX - 1;
+}
+
+size_t log_prefix(char *buf, size_t len)
+{
+    char id[IDENTITY_MAX];
+    size_t n = put_identity(id);
+    int w = snprintf(buf, len, "%.*s" PREFIX, (int)n, id);
+    return w < 0 ? 0 : (size_t)w;
+}
+
 void log_write(enum p2pshim_log_level level, const char *fmt, ...)
 {
     if (level > p2pshim_log_threshold)
@@ -55,8 +80,10 @@ void log_write(enum p2pshim_log_level level, const char *fmt, ...)
     const char *word = level == P2PSHIM_LOG_ERROR  ? PREFIX "error: "
                        : level == P2PSHIM_LOG_WARN ? PREFIX "warning: "
                                                    : PREFIX;
+    size_t ilen = put_identity(buf);
     size_t wlen = strlen(word);
-    memcpy(buf, word, wlen);
+    memcpy(buf + ilen, word, wlen);
+    wlen += ilen;
     va_list ap;
     va_start(ap, fmt);
     /* A cut line keeps 1023 bytes; finish puts the newline over the NUL. */
@@ -71,9 +98,10 @@ void log_line(const char *line)
 {
     int saved = errno;
     char buf[LINE_MAX_BYTES];
-    int n = snprintf(buf, sizeof buf, PREFIX "%s", line);
+    size_t ilen = put_identity(buf);
+    int n = snprintf(buf + ilen, sizeof buf - ilen, PREFIX "%s", line);
     if (n >= 0)
-        finish(buf, n);
+        finish(buf, (int)ilen + n);
     errno = saved;
 }
 

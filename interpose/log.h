@@ -1,4 +1,5 @@
-/* Logging: levels, one prefix ("p2pshim: "), lines formatted into a stack
+/* Logging: levels, one prefix ("HOST:PID p2pshim: ", with " rRANK" after
+ * the pid when a launcher set one: job.h), lines formatted into a stack
  * buffer and written with write(2) so that logging never allocates and
  * never goes back through a hooked function. */
 #ifndef P2PSHIM_LOG_H
@@ -18,9 +19,10 @@ extern enum p2pshim_log_level p2pshim_log_threshold;
  * preserved. */
 void log_open(const struct p2pshim_config *cfg);
 
-/* Formats and writes one line: "p2pshim: <level word>: <message>\n" for
- * error and warn ("p2pshim: error: ...", "p2pshim: warning: ..."),
- * "p2pshim: <message>\n" for info and debug. Lines are cut at 1 KiB,
+/* Formats and writes one line: "<id>p2pshim: <level word>: <message>\n"
+ * for error and warn ("<id>p2pshim: error: ...", "<id>p2pshim: warning:
+ * ..."), "<id>p2pshim: <message>\n" for info and debug, where <id> is
+ * "host:pid " or "host:pid rRANK " (log_prefix). Lines are cut at 1 KiB,
  * newline included, and written with one write(2). A level above the
  * threshold is dropped here too. errno is preserved. */
 void log_write(enum p2pshim_log_level level, const char *fmt, ...)
@@ -30,6 +32,11 @@ void log_write(enum p2pshim_log_level level, const char *fmt, ...)
  * exit summary and the config dump), whatever the threshold; the prefix and
  * the newline are added, and the line is cut at 1 KiB. errno is preserved. */
 void log_line(const char *line);
+
+/* Writes the line prefix of this process, "host:pid p2pshim: " or
+ * "host:pid rRANK p2pshim: ", into buf (NUL-terminated, cut to len);
+ * returns its length. */
+size_t log_prefix(char *buf, size_t len);
 
 /* Before log_open, warnings are written to stderr. */
 #define P2PSHIM_LOG_AT(level, ...)                                           \

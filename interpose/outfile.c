@@ -1,41 +1,73 @@
 #define _GNU_SOURCE
 #include "outfile.h"
+#include "job.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-bool outfile_expand(const char *pattern, char *out, size_t len)
+/* Appends n bytes of piece at out + *o; with sanitize, each '/' becomes '_'
+ * (a value from the environment names a file, never a folder). False when
+ * it does not fit. */
+static bool put(char *out, size_t len, size_t *o, const char *piece, size_t n, bool sanitize)
 {
-    char pid[24], host[256] = "";
-    int pid_len = snprintf(pid, sizeof pid, "%ld", (long)getpid());
+    if (n >= len - *o)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        out[*o + i] = sanitize && piece[i] == '/' ? '_' : piece[i];
+    *o += n;
+    return true;
+}
+
+bool outfile_expand_for(const char *pattern, long pid, char *out, size_t len)
+{
+    char pid_text[24], host[256] = "", var[128];
+    int pid_len = snprintf(pid_text, sizeof pid_text, "%ld", pid);
     size_t o = 0;
     if (len == 0)
         return false;
     for (const char *p = pattern; *p; p++) {
         const char *piece = p;
         size_t n = 1;
+        bool from_env = false;
+        const char *close = p[0] == '%' && p[1] == 'q' && p[2] == '{' ? strchr(p + 3, '}')
+                                                                        : NULL;
         if (p[0] == '%' && p[1] == 'p') {
-            piece = pid, n = (size_t)pid_len, p++;
+            piece = pid_text, n = (size_t)pid_len, p++;
         } else if (p[0] == '%' && p[1] == 'h') {
             if (host[0] == '\0' && gethostname(host, sizeof host - 1) != 0)
                 snprintf(host, sizeof host, "unknown-host");
-            piece = host, n = strlen(host), p++;
+            piece = host, n = strlen(host), p++, from_env = true;
+        } else if (p[0] == '%' && p[1] == 'r') {
+            piece = job_rank();
+            piece = piece != NULL ? piece : OUTFILE_NO_RANK;
+            n = strlen(piece), p++, from_env = true;
+        } else if (close != NULL && (size_t)(close - (p + 3)) < sizeof var) {
+            size_t vn = (size_t)(close - (p + 3));
+            memcpy(var, p + 3, vn);
+            var[vn] = '\0';
+            piece = getenv(var);
+            piece = piece != NULL ? piece : "";
+            n = strlen(piece), p = close, from_env = true;
         } else if (p[0] == '%' && p[1] == '%') {
             p++, piece = p;
         }
-        if (n >= len - o) {
+        if (!put(out, len, &o, piece, n, from_env)) {
             out[0] = '\0';
             return false;
         }
-        memcpy(out + o, piece, n);
-        o += n;
     }
     out[o] = '\0';
     return true;
+}
+
+bool outfile_expand(const char *pattern, char *out, size_t len)
+{
+    return outfile_expand_for(pattern, (long)getpid(), out, len);
 }
 
 /* strerror's text for e, thread-safely (GNU strerror_r). */

@@ -6,10 +6,19 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Expands pattern into out (len bytes): %p is the pid, %h the host name
- * (gethostname), %% a single %; any other % is kept as written. Returns
- * false, with out set to "", when the result does not fit: a name is never
- * cut. */
+/* What %r becomes when no rank variable is set. */
+#define OUTFILE_NO_RANK "x"
+
+/* Expands pattern into out (len bytes): %p is pid, %h the host name
+ * (gethostname), %r the rank (job_rank, or OUTFILE_NO_RANK), %q{VAR}
+ * the value of the environment variable VAR ("" when unset), %% a single %;
+ * any other % is kept as written. In the values of %h, %r and %q{VAR} a '/'
+ * becomes '_': they name a file, never a folder. Returns false, with out
+ * set to "", when the result does not fit: a name is never cut. Allocates
+ * nothing (the shim calls it in any process). */
+bool outfile_expand_for(const char *pattern, long pid, char *out, size_t len);
+
+/* outfile_expand_for with this process's pid. */
 bool outfile_expand(const char *pattern, char *out, size_t len);
 
 /* Opens path for appending, safely for a library loaded into any program:

@@ -15,7 +15,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "devinfo.h"
 #include "hooks.h"
+#include "job.h"
 #include "json_text.h"
 #include "log.h"
 #include "outfile.h"
@@ -335,6 +337,46 @@ static void process_identity(char *out, size_t len)
         snprintf(out, len, "%s/%d/%llu", boot, (int)getpid(), start);
 }
 
+#ifndef P2PSHIM_VERSION
+#error "P2PSHIM_VERSION must be defined by the build"
+#endif
+
+/* "name":N when text is a decimal number, else nothing (a launcher's
+ * variable that is absent or odd). */
+static void write_number_member(struct outbuf *o, const char *name, const char *text)
+{
+    char *end = NULL;
+    long long v = text != NULL ? strtoll(text, &end, 10) : -1;
+    if (text != NULL && end != text && *end == '\0' && v >= 0)
+        out_printf(o, ",\"%s\":%lld", name, v);
+}
+
+/* The job's members of the header: rank, local_rank, world_size (each
+ * when the launcher set it), CUDA_VISIBLE_DEVICES (when set), and the
+ * devices the driver names (when it can). */
+static void write_job(struct outbuf *o)
+{
+    write_number_member(o, "rank", job_rank());
+    write_number_member(o, "local_rank", job_local_rank());
+    write_number_member(o, "world_size", job_world_size());
+    const char *visible = getenv("CUDA_VISIBLE_DEVICES");
+    if (visible != NULL) {
+        out_printf(o, ",");
+        write_string_member(o, "cuda_visible_devices", visible);
+    }
+    struct devinfo devs[DEVINFO_MAX];
+    int n = devinfo_list(devs, DEVINFO_MAX);
+    if (n < 0)
+        return;
+    out_printf(o, ",\"devices\":[");
+    for (int i = 0; i < n; i++) {
+        out_printf(o, "%s{\"ordinal\":%d,", i ? "," : "", devs[i].ordinal);
+        write_string_member(o, "name", devs[i].name);
+        out_printf(o, ",\"uuid\":\"%s\",\"pci\":\"%s\"}", devs[i].uuid, devs[i].pci);
+    }
+    out_printf(o, "]");
+}
+
 static void write_header(struct outbuf *o)
 {
     char exe[PATH_MAX + 1] = "", host[256] = "", process[128];
@@ -344,11 +386,13 @@ static void write_header(struct outbuf *o)
     process_identity(process, sizeof process);
     struct timespec wall;
     clock_gettime(CLOCK_REALTIME, &wall);
-    out_printf(o, "{\"type\":\"header\",\"format\":\"p2pshim-log\",\"version\":2,\"pid\":%d,"
-                  "\"ppid\":%d,\"process\":\"%s\",", (int)getpid(), (int)getppid(), process);
+    out_printf(o, "{\"type\":\"header\",\"format\":\"p2pshim-log\",\"version\":2,"
+                  "\"p2pshim\":\"%s\",\"pid\":%d,\"ppid\":%d,\"process\":\"%s\",",
+               P2PSHIM_VERSION, (int)getpid(), (int)getppid(), process);
     write_string_member(o, "exe", exe);
     out_printf(o, ",");
     write_string_member(o, "host", host);
+    write_job(o);
     out_printf(o, ",\"mode\":\"%s\",", mode_text);
     write_string_member(o, "cupti", cupti_state);
     out_printf(o, ",\"clock_ns\":%llu,\"cupti_ns\":%llu,\"start_unix_ms\":%llu}\n",

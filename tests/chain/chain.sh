@@ -45,7 +45,9 @@ run() {
     CUDA_INJECTION64_PATH=$3 CHAIN_INTR=$4 P2PSHIM_LOG=info LD_PRELOAD=$2 \
         "$prog" >"$dir/$1.out" 2>"$dir/$1.err"
     rc=$?
-    grep '^p2pshim: summary' "$dir/$1.err" >"$dir/$1.summary"
+    # Without the identity (host:pid): runs have different pids.
+    grep -E '^[^ :]+:[0-9]+ (r[^ ]+ )?p2pshim: summary' "$dir/$1.err" |
+        sed -E 's/^[^ :]+:[0-9]+ (r[^ ]+ )?//' >"$dir/$1.summary"
     if [ "$rc" -ne 0 ]; then
         echo "FAIL: run '$1' exited $rc"; cat "$dir/$1.out" "$dir/$1.err"; fail=1
     fi

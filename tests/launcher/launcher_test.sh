@@ -240,6 +240,7 @@ case_topo_measure() {
 
 case_report() {
     # A CUDA program on the stand-in, with a temporary run log.
+    cd "$dir" || return
     mkdir "$dir/tmp"
     launch "LD_LIBRARY_PATH=$LT_STANDIN" "P2PSHIM_LIBRARY=$LT_SHIM" "TMPDIR=$dir/tmp" \
         "P2PSHIM_TOPO_FILE=$dir/none.json" -- run --observe --report "$dir/r.html" \
@@ -248,19 +249,77 @@ case_report() {
     expect_err "run --report" "report written to $dir/r.html"
     [ -s "$dir/r.html" ] || bad "run --report: no report"
     [ -z "$(ls -A "$dir/tmp")" ] || bad "run --report: left $(ls -A "$dir/tmp")"
+    # Without --log the logs stay in the run folder (here the test's
+    # current folder).
+    ls -d p2pshim-*-*-*/*.jsonl >/dev/null 2>&1 || bad "run --report: no run folder with a log"
+    rm -rf p2pshim-*-*-*
     # With --log the log stays.
     launch "LD_LIBRARY_PATH=$LT_STANDIN" "P2PSHIM_LIBRARY=$LT_SHIM" -- run --log \
         "$dir/run-%p.jsonl" --report "$dir/r.md" "$LT_DEMO" 4 3
     expect_rc "run --log --report" 0
     [ -s "$dir/r.md" ] || bad "run --log --report: no report"
     ls "$dir"/run-*.jsonl >/dev/null 2>&1 || bad "run --log --report: the log is gone"
-    # A program without CUDA writes no log: the report fails (4).
+    # A program without CUDA writes no log: the report fails (4), and the
+    # empty run folder goes.
     launch "TMPDIR=$dir/tmp" -- run --report "$dir/n.html" "$P" exit 0
     expect_rc "report without a log" 4; expect_err "report without a log" "no run log"
+    ls -d p2pshim-*-*-* >/dev/null 2>&1 && bad "report without a log: left a run folder"
     [ -z "$(ls -A "$dir/tmp")" ] || bad "report without a log: left $(ls -A "$dir/tmp")"
     # The program's status wins over a failed report.
     launch "TMPDIR=$dir/tmp" -- run --report "$dir/n.html" "$P" exit 5
     expect_rc "report without a log, exit 5" 5
+}
+
+# The job cases: a torchrun-like launcher starting 4 workers as children,
+# each `p2pdemo RANK+1 2` (check_job.py says what that copies).
+TORCHRUN=$(dirname "$0")/fake_torchrun.sh
+CHECK_JOB() { "${LT_PYTHON:-python3}" "$(dirname "$0")/check_job.py" "$@" || bad "check_job $*"; }
+worker() { # the command a worker runs: a shell (not exec) running the demo
+    echo 'exec "$0" $((RANK + 1)) 2'
+}
+
+case_job_tree() {
+    # The whole tree under one launcher: the default run folder in the
+    # current folder, one report naming the 4 ranks.
+    mkdir "$dir/cwd" && cd "$dir/cwd" || return
+    launch "LD_LIBRARY_PATH=$LT_STANDIN" "P2PSHIM_LIBRARY=$LT_SHIM" "P2PSHIM_LOG=info" \
+        "P2PSHIM_TOPO_FILE=$dir/none.json" -- run --observe --report "$dir/out.html" -- \
+        "$TORCHRUN" 4 sh -c "$(worker)" "$LT_DEMO"
+    expect_rc "run the tree" 0
+    expect_err "run the tree" "report written to $dir/out.html"
+    set -- "$dir"/cwd/p2pshim-*-*-*
+    [ "$#" -eq 1 ] && [ -d "$1" ] || { bad "run folder: $*"; return; }
+    CHECK_JOB logs "$1" 4
+    CHECK_JOB html "$dir/out.html" 4
+    CHECK_JOB prefix "$dir/err" 4
+    launch -- report "$1" -o "$dir/out.txt"; expect_rc "report the folder" 0
+    CHECK_JOB text "$dir/out.txt" 4
+    launch -- report "$1/*.jsonl" -o "$dir/trace.json"; expect_rc "trace of a glob" 0
+    CHECK_JOB trace "$dir/trace.json" 4
+    cd "$dir" || return
+}
+
+case_job_ranks() {
+    # Per-rank wrapping (mpirun/srun style): each rank's own launcher, one
+    # run folder; --report templates per rank.
+    env LD_PRELOAD="$SAN" LD_LIBRARY_PATH="$LT_STANDIN" P2PSHIM_LIBRARY="$LT_SHIM" \
+        P2PSHIM_TOPO_FILE="$dir/none.json" "$TORCHRUN" 4 "$L" run --observe \
+        --log-dir "$dir/job" --report "$dir/r%r.txt" -- sh -c "$(worker)" "$LT_DEMO" \
+        >"$dir/out" 2>"$dir/err"
+    rc=$?; expect_rc "per rank" 0
+    [ -d "$dir/job" ] || { bad "per rank: no run folder"; cat "$dir/err"; return; }
+    for r in 0 1 2 3; do [ -s "$dir/r$r.txt" ] || bad "per rank: no r$r.txt"; done
+    CHECK_JOB logs "$dir/job" 4
+    launch -- report "$dir/job" -o "$dir/job.txt"; expect_rc "report per-rank folder" 0
+    CHECK_JOB text "$dir/job.txt" 4
+    # --observe alone: the verdict on stderr, no folder left.
+    mkdir "$dir/tmp"
+    launch "LD_LIBRARY_PATH=$LT_STANDIN" "P2PSHIM_LIBRARY=$LT_SHIM" "TMPDIR=$dir/tmp" \
+        "P2PSHIM_TOPO_FILE=$dir/none.json" -- run --observe "$LT_DEMO" 1 2
+    expect_rc "observe alone" 0
+    expect_err "observe alone" "^p2pshim: verdict: 1 process, 3 copies between GPUs \(3.0 MiB\)"
+    expect_err "observe alone" "^p2pshim:   upgrade mode would: carry 3 copies over the peer link"
+    [ -z "$(ls -A "$dir/tmp")" ] || bad "observe alone: left $(ls -A "$dir/tmp")"
 }
 
 case_install() {

@@ -29,6 +29,9 @@ count() { # REGEX FILE N
         echo "FAIL: $n lines of $(basename "$2") match '$1', expected $3"; fail=1
     fi
 }
+# A line of the shim starts with the process's identity (host:pid, then
+# rRANK when a launcher set a rank), then "p2pshim: ".
+PFX='^[^ :]+:[0-9]+ (r[^ ]+ )?p2pshim: '
 # the program's own numbers: pid=, host_copies=
 val() { sed -n "s/^$1=//p" "$dir/out"; }
 
@@ -36,7 +39,7 @@ case "$case_name" in
 mode_off)
     run P2PSHIM_MODE=off P2PSHIM_LOG=info
     has "summary pair=0->1 copies=3 upgraded=0 passed=3 .*reasons=mode-off:3$" "$dir/err"
-    count "^p2pshim: (warning|error)" "$dir/err" 0 ;;
+    count "${PFX}(warning|error)" "$dir/err" 0 ;;
 pairs)
     run 'P2PSHIM_PAIRS=!0:1' P2PSHIM_LOG=info
     has "summary pair=0->1 copies=2 upgraded=1 passed=1 .*reasons=pair-excluded:1$" "$dir/err"
@@ -47,32 +50,35 @@ min_bytes)
     has "summary pair=0->1 copies=3 upgraded=2 passed=1 bytes=73728 upgraded_bytes=69632 reasons=below-min-bytes:1$" "$dir/err" ;;
 summary)
     run P2PSHIM_LOG=info
-    has "^p2pshim: summary pair=0->1 copies=3 upgraded=3 passed=0 bytes=196608 upgraded_bytes=196608 reasons=-$" "$dir/err"
-    has "^p2pshim: summary pair=1->0 copies=2 upgraded=2 passed=0 bytes=131072 upgraded_bytes=131072 reasons=-$" "$dir/err"
-    has "^p2pshim: summary total copies=5 upgraded=5 passed=0 bytes=327680 upgraded_bytes=327680 reasons=-$" "$dir/err"
+    has "${PFX}summary pair=0->1 copies=3 upgraded=3 passed=0 bytes=196608 upgraded_bytes=196608 reasons=-$" "$dir/err"
+    has "${PFX}summary pair=1->0 copies=2 upgraded=2 passed=0 bytes=131072 upgraded_bytes=131072 reasons=-$" "$dir/err"
+    has "${PFX}summary total copies=5 upgraded=5 passed=0 bytes=327680 upgraded_bytes=327680 reasons=-$" "$dir/err"
     hc=$(val host_copies)
-    has "^p2pshim: summary local copies=$hc bytes=[0-9]+ reasons=host-memory:$hc peer_enables=2 peer_enable_failures=0$" "$dir/err"
-    count "^p2pshim: summary pair=" "$dir/err" 2 ;;
+    has "${PFX}summary local copies=$hc bytes=[0-9]+ reasons=host-memory:$hc peer_enables=2 peer_enable_failures=0$" "$dir/err"
+    count "${PFX}summary pair=" "$dir/err" 2 ;;
 log_file)
-    run "P2PSHIM_LOG_FILE=$dir/p2p-%p.log" P2PSHIM_LOG=info
+    # %p and %r (the rank a launcher set: RANK first, then OMPI's) in the name.
+    run "P2PSHIM_LOG_FILE=$dir/p2p-%p.r%r.log" P2PSHIM_LOG=info RANK=3 OMPI_COMM_WORLD_RANK=5
     pid=$(val pid)
-    if [ -z "$pid" ] || [ ! -f "$dir/p2p-$pid.log" ]; then
-        echo "FAIL: no log file p2p-$pid.log; found: $(ls "$dir")"; fail=1
+    if [ -z "$pid" ] || [ ! -f "$dir/p2p-$pid.r3.log" ]; then
+        echo "FAIL: no log file p2p-$pid.r3.log; found: $(ls "$dir")"; fail=1
     else
-        has "^p2pshim: summary total copies=5 upgraded=5 " "$dir/p2p-$pid.log"
-        count "^p2pshim: " "$dir/err" 0
+        has "${PFX}summary total copies=5 upgraded=5 " "$dir/p2p-$pid.r3.log"
+        # The identity is this program's: its host and pid, and its rank.
+        has "^$(uname -n):$pid r3 p2pshim: summary total " "$dir/p2p-$pid.r3.log"
+        count "p2pshim: " "$dir/err" 0
     fi ;;
 unknown_var)
     run P2PSHIM_BOGUS=1
-    count "^p2pshim: warning: unknown variable P2PSHIM_BOGUS" "$dir/err" 1
+    count "${PFX}warning: unknown variable P2PSHIM_BOGUS" "$dir/err" 1
     count "p2pshim" "$dir/err" 1 ;;
 bad_mode)
     run P2PSHIM_MODE=fast
-    count "^p2pshim: warning: .*P2PSHIM_MODE" "$dir/err" 1
+    count "${PFX}warning: .*P2PSHIM_MODE" "$dir/err" 1
     count "p2pshim" "$dir/err" 1 ;;
 bad_min_bytes)
     run P2PSHIM_MIN_BYTES=12Q
-    count "^p2pshim: warning: .*P2PSHIM_MIN_BYTES" "$dir/err" 1
+    count "${PFX}warning: .*P2PSHIM_MIN_BYTES" "$dir/err" 1
     count "p2pshim" "$dir/err" 1 ;;
 tool_vars)
     # The launcher's and the report's variables are not the shim's to warn about.

@@ -18,8 +18,8 @@ run() { # label VAR=value ...: the program, with a time limit (a FIFO must not b
     [ "$rc" -eq 0 ] || { bad "$label: exit $rc"; cat "$dir/err"; }
 }
 warnings() { # label regex n
-    n=$(grep -c "^p2pshim: warning: " "$dir/err")
-    m=$(grep "^p2pshim: warning: " "$dir/err" | grep -Ec -- "$2")
+    n=$(grep -Ec "^[^ :]+:[0-9]+ (r[^ ]+ )?p2pshim: warning: " "$dir/err")
+    m=$(grep -E "^[^ :]+:[0-9]+ (r[^ ]+ )?p2pshim: warning: " "$dir/err" | grep -Ec -- "$2")
     [ "$n" -eq "$3" ] && [ "$m" -eq "$3" ] ||
         { bad "$1: $n warning lines, $m matching '$2', expected $3"; cat "$dir/err"; }
 }

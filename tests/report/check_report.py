@@ -4,6 +4,7 @@ DRIVER runs report_main (tests/report/report_driver.c, or `p2pshim report`
 through a wrapper); CHECK is text, trace, html, cli, chromium or extremes. Exit 0 passes, 77 skipped
 (chromium only, when it is not installed)."""
 import html.parser
+import gzip
 import json
 import math
 import os
@@ -180,7 +181,7 @@ def check_trace():
                 check(pname == "host", "%s: decision on %s" % (fixture, pname))
                 host.setdefault(e["tid"], []).append((e["args"].get("decision"), e["ts"]))
             else:
-                d = int(pname.split()[1]) if pname and pname != "GPU ?" else None
+                d = int(pname.split()[1]) if pname and not pname.startswith("GPU ?") else None
                 gpu.setdefault((d, tname), []).append(
                     (e["args"].get("decision"), e["name"], e["ts"], e["dur"]))
         check(sorted(host) == sorted(exp["host"]), "%s: host tracks %s vs %s" % (
@@ -298,7 +299,7 @@ def check_cli():
     r = run("--help")
     check(r.returncode == 0 and "--format" in r.stdout and "--topo" in r.stdout
           and "Exit status" in r.stdout, "--help")
-    for args in ([], ["--format"], ["--bogus", log], [log, log], ["--format", "pdf", log]):
+    for args in ([], ["--format"], ["--bogus", log], ["--format", "pdf", log]):
         r = run(*args)
         check(r.returncode == 2, "usage %s: exit %d" % (args, r.returncode))
     r = run(os.path.join(FIX, "malformed.jsonl"))
@@ -317,6 +318,30 @@ def check_cli():
                 f.write(content)
             r = run(path)
             check(r.returncode == 1 and name in r.stderr, "%s: exit %d, %r" % (name, r.returncode, r.stderr))
+        # Standard input, a gzip file, a folder and a glob read as the file:
+        # the same data lines.
+        data = lambda text: [l for l in text.splitlines() if l.startswith("@ ")]
+        want = data(run(log).stdout)
+        check(len(want) > 3, "no data lines")
+        r = subprocess.run([DRIVER, "-"], stdin=open(log, "rb"), capture_output=True,
+                           text=True, timeout=60)
+        check(r.returncode == 0 and data(r.stdout) == want, "stdin: %r" % r.stderr)
+        r = subprocess.run("cat '%s' | '%s' -" % (log, DRIVER), shell=True,
+                           capture_output=True, text=True, timeout=60)
+        check(r.returncode == 0 and data(r.stdout) == want, "pipe: %r" % r.stderr)
+        os.mkdir(os.path.join(tmp, "run"))
+        gz = os.path.join(tmp, "run", "one.jsonl.gz")
+        with open(log, "rb") as f, gzip.open(gz, "wb") as g:
+            g.write(f.read())
+        for arg in (gz, os.path.join(tmp, "run"), os.path.join(tmp, "run", "*.gz")):
+            r = run(arg)
+            check(r.returncode == 0 and data(r.stdout) == want, "%s: %r" % (arg, r.stderr))
+        r = subprocess.run("'%s' - <'%s'" % (DRIVER, gz), shell=True, capture_output=True,
+                           text=True, timeout=60)
+        check(r.returncode == 0 and data(r.stdout) == want, "gzip on stdin: %r" % r.stderr)
+        os.mkdir(os.path.join(tmp, "empty"))
+        r = run(os.path.join(tmp, "empty"))
+        check(r.returncode == 1 and "no run log" in r.stderr, "empty folder: %r" % r.stderr)
         # The extension of -o picks the format; a failed run leaves no file.
         for ext, start in ((".html", "<!DOCTYPE html>"), (".json", '{"traceEvents":['),
                            (".txt", "p2pshim report: ")):

@@ -325,30 +325,37 @@ def trace_expect(log_path):
     """What the trace must hold: decision slices per host thread, activity
     slices per (GPU, stream track name), and the expected ts of each, keyed
     by decision id and kind: {"host": {tid: [(id, ts)]}, "gpu": {(dev,
-    stream_name): [(id, kind, ts, dur)]}, "flows": n}."""
+    stream_name): [(id, kind, ts, dur)]}, "flows": n}. Times are on the
+    shim's clock (CUPTI's moved by each header's clock pair), from the
+    earliest time the log holds: none is negative."""
     lines, _ = read_lines(log_path)
     host, gpu, flows = {}, {}, 0
     clock = cupti = 0
     seen = {}
+    times = []
     for _, o in lines:
         t = o.get("type")
         if t == "header":
             clock, cupti = num(o, "clock_ns") or 0, num(o, "cupti_ns") or 0
+            if num(o, "clock_ns") is not None and num(o, "cupti_ns") is not None:
+                times.append(clock)
             seen = {}
         elif t == "decision":
             tns = num(o, "t_ns")
             if tns is None:
                 continue
-            ts = (tns - clock) / 1e3
-            host.setdefault(num(o, "tid") or 0, []).append((num(o, "id"), ts))
+            times.append(tns)
+            host.setdefault(num(o, "tid") or 0, []).append((num(o, "id"), tns))
             seen[num(o, "id")] = True
             a = o.get("activity")
             if isinstance(a, dict) and num(a, "start_ns") is not None:
                 src, dst = dev(o.get("src"), "dev"), dev(o.get("dst"), "dev")
                 d = src if src is not None and src >= 0 else dst
                 key = (d, "stream " + (o.get("stream") or "?"))
+                start = num(a, "start_ns") - cupti + clock
+                times.append(start)
                 gpu.setdefault(key, []).append(
-                    (num(o, "id"), a.get("kind"), (num(a, "start_ns") - cupti) / 1e3,
+                    (num(o, "id"), a.get("kind"), start,
                      (num(a, "end_ns") - num(a, "start_ns")) / 1e3))
                 flows += 1
         elif t == "activity":
@@ -358,8 +365,14 @@ def trace_expect(log_path):
             d = s if s is not None and s >= 0 else dd
             sid = num(o, "stream_id")
             key = (d, "stream %s" % (sid if sid is not None else "?"))
+            start = num(o, "start_ns") - cupti + clock
+            times.append(start)
             gpu.setdefault(key, []).append(
-                (num(o, "decision"), o.get("kind"), (num(o, "start_ns") - cupti) / 1e3,
+                (num(o, "decision"), o.get("kind"), start,
                  (num(o, "end_ns") - num(o, "start_ns")) / 1e3))
             flows += num(o, "decision") in seen
+    base = min(times) if times else 0
+    host = {tid: [(i, (ns - base) / 1e3) for i, ns in v] for tid, v in host.items()}
+    gpu = {k: [(i, kind, (ns - base) / 1e3, dur) for i, kind, ns, dur in v]
+           for k, v in gpu.items()}
     return {"host": host, "gpu": gpu, "flows": flows}

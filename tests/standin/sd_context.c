@@ -74,6 +74,30 @@ SD_API CUresult CUDAAPI cuDeviceGetName(char *name, int len, CUdevice dev)
     SD_BODY(device_name(name, len, dev));
 }
 
+/* A UUID that names the device on this stand-in machine: the same in
+ * every process, different per ordinal ("SDIN" and the ordinal). */
+static CUresult device_uuid(CUuuid *uuid, CUdevice dev)
+{
+    if (!uuid)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!sd_valid_dev(dev))
+        return CUDA_ERROR_INVALID_DEVICE;
+    static const char tag[4] = {'S', 'D', 'I', 'N'};
+    memset(uuid->bytes, 0, sizeof uuid->bytes);
+    memcpy(uuid->bytes, tag, sizeof tag);
+    uuid->bytes[15] = (char)dev;
+    return CUDA_SUCCESS;
+}
+#undef cuDeviceGetUuid
+SD_API CUresult CUDAAPI cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
+{
+    SD_BODY(device_uuid(uuid, dev));
+}
+SD_API CUresult CUDAAPI cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
+{
+    SD_BODY(device_uuid(uuid, dev));
+}
+
 /* Values of an H200-like device for the attributes programs commonly ask;
  * every other valid attribute reads 0. */
 static int attribute_value(CUdevice_attribute a, CUdevice dev)

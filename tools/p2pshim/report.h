@@ -30,4 +30,17 @@ int report_main(int argc, char **argv);
 int report_render(const char *log_path, const char *out_path,
                   const char *format, const char *topo_path);
 
+/* The same over several logs (the processes of one job): one report. */
+int report_render_many(const char *const *logs, int nlogs, const char *out_path,
+                       const char *format, const char *topo_path);
+
+/* A list of log paths (owned copies). */
+#include <stdbool.h>
+struct report_inputs {
+    char **paths;
+    int n, cap;
+};
+bool report_inputs_add(struct report_inputs *in, const char *path);
+void report_inputs_free(struct report_inputs *in);
+
 #endif

@@ -5,6 +5,8 @@
 #include <locale.h>
 #include <stdlib.h>
 #include <string.h>
+#include <glob.h>
+#include <stdint.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,9 +14,14 @@
 #include "report_internal.h"
 
 static const char usage_text[] =
-    "usage: p2pshim report [--format text|trace|html] [-o FILE] [--topo FILE] LOG\n"
+    "usage: p2pshim report [--format text|trace|html] [-o FILE] [--topo FILE] LOG...\n"
     "\n"
-    "Renders a p2pshim run log (P2PSHIM_RUN_LOG; docs/LOG_FORMAT.md).\n"
+    "Renders p2pshim run logs (P2PSHIM_RUN_LOG; docs/LOG_FORMAT.md) as one report.\n"
+    "LOG is a file, a run folder (its *.jsonl and *.jsonl.gz files), a glob\n"
+    "pattern (quoted, for the report to expand), or - for standard input; a\n"
+    "gzip-compressed log is read as such. Several logs (the processes of a job)\n"
+    "make one report: a job total, a row per process, GPUs named by host and\n"
+    "UUID.\n"
     "\n"
     "  --format text   terminal summary: per device pair the copies, bytes, peer\n"
     "                  and staged counts (by what CUPTI saw, else by decision),\n"
@@ -40,7 +47,7 @@ static const char usage_text[] =
     "staged GB/s) minus bytes / peer GB/s (the table's, else the best PTOP\n"
     "GB/s the log shows for the pair; else no estimate).\n"
     "\n"
-    "The log is read twice, so it must be a file, not a pipe.\n"
+    "A log from a pipe or in gzip form is copied to a temporary file first.\n"
     "Exit status: 0 done; 1 a file could not be read or written, or the log\n"
     "(or --topo FILE) is malformed (the message names the line); 2 usage.\n";
 
@@ -81,15 +88,88 @@ static const char *opt_value(int argc, char **argv, int *i, const char *lng,
     return argv[++*i];
 }
 
+/* The logs an argument names: a folder's *.jsonl and *.jsonl.gz files,
+ * a glob pattern's matches, or the argument itself. Sorted within one
+ * argument. Returns false (after a message) when it names none. */
+static bool add_logs(const char *arg, struct report_inputs *in)
+{
+    struct stat st;
+    glob_t g;
+    int rc;
+    if (strcmp(arg, "-") == 0 || (stat(arg, &st) == 0 && !S_ISDIR(st.st_mode)))
+        return report_inputs_add(in, arg);
+    if (stat(arg, &st) == 0) {
+        char *pat[2] = {NULL, NULL};
+        bool ok = asprintf(&pat[0], "%s/*.jsonl", arg) > 0 &&
+                  asprintf(&pat[1], "%s/*.jsonl.gz", arg) > 0;
+        int first = ok ? glob(pat[0], 0, NULL, &g) : GLOB_NOSPACE;
+        rc = first;
+        if (ok && (first == 0 || first == GLOB_NOMATCH)) {
+            rc = glob(pat[1], first == 0 ? GLOB_APPEND : 0, NULL, &g);
+            if (rc == GLOB_NOMATCH && first == 0)
+                rc = 0;
+        }
+        free(pat[0]);
+        free(pat[1]);
+        if (rc == GLOB_NOMATCH || (rc == 0 && g.gl_pathc == 0)) {
+            if (rc == 0)
+                globfree(&g);
+            fprintf(stderr, "p2pshim report: %s: no run log (*.jsonl) in this folder\n", arg);
+            return false;
+        }
+    } else {
+        rc = glob(arg, 0, NULL, &g);
+        if (rc == GLOB_NOMATCH) {
+            fprintf(stderr, "p2pshim report: %s: no such file\n", arg);
+            return false;
+        }
+    }
+    bool ok = rc == 0;
+    for (size_t i = 0; ok && i < g.gl_pathc; i++)
+        ok = report_inputs_add(in, g.gl_pathv[i]);
+    if (rc == 0 || rc == GLOB_NOMATCH)
+        globfree(&g);
+    if (!ok)
+        fprintf(stderr, "p2pshim report: %s: out of memory\n", arg);
+    return ok;
+}
+
+bool report_inputs_add(struct report_inputs *in, const char *path)
+{
+    if (in->n == in->cap) {
+        int cap = in->cap ? 2 * in->cap : 8;
+        char **p = realloc(in->paths, (size_t)cap * sizeof *p);
+        if (!p)
+            return false;
+        in->paths = p;
+        in->cap = cap;
+    }
+    if (!(in->paths[in->n] = strdup(path)))
+        return false;
+    in->n++;
+    return true;
+}
+
+void report_inputs_free(struct report_inputs *in)
+{
+    for (int i = 0; i < in->n; i++)
+        free(in->paths[i]);
+    free(in->paths);
+    memset(in, 0, sizeof *in);
+}
+
 int report_main(int argc, char **argv)
 {
-    const char *format = NULL, *out = NULL, *topo = NULL, *log = NULL;
+    const char *format = NULL, *out = NULL, *topo = NULL;
+    struct report_inputs logs = {0};
+    int rc = REPORT_OK;
     bool options = true;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         bool missing = false;
         if (options && (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)) {
             fputs(usage_text, stdout);
+            report_inputs_free(&logs);
             return REPORT_OK;
         }
         if (options && strcmp(a, "--") == 0) {
@@ -104,20 +184,22 @@ int report_main(int argc, char **argv)
                                              &missing))) {
             topo = v;
         } else if (missing) {
-            return usage_error("option needs a value", a);
+            rc = usage_error("option needs a value", a);
         } else if (options && a[0] == '-' && a[1] != '\0') {
-            return usage_error("unknown option", a);
-        } else if (log) {
-            return usage_error("one log at a time; extra argument", a);
-        } else {
-            log = a;
+            rc = usage_error("unknown option", a);
+        } else if (!add_logs(a, &logs)) {
+            rc = REPORT_FAILED;
         }
+        if (rc != REPORT_OK)
+            break;
     }
-    if (!log)
-        return usage_error("no LOG given", NULL);
-    if (!format)
-        format = format_for(out);
-    return report_render(log, out, format, topo);
+    if (rc == REPORT_OK && logs.n == 0)
+        rc = usage_error("no LOG given", NULL);
+    if (rc == REPORT_OK)
+        rc = report_render_many((const char *const *)logs.paths, logs.n, out,
+                                format ? format : format_for(out), topo);
+    report_inputs_free(&logs);
+    return rc;
 }
 
 /* The output: a temporary file beside out_path, renamed over it at the end
@@ -131,8 +213,8 @@ static int open_output(const char *out_path, struct output *o)
 {
     struct stat st;
     o->tmp = NULL;
-    if (!out_path) {
-        o->f = stdout;
+    if (!out_path || strcmp(out_path, "/dev/stderr") == 0) {
+        o->f = out_path ? stderr : stdout;
         return 0;
     }
     if (stat(out_path, &st) == 0 && !S_ISREG(st.st_mode)) {
@@ -168,7 +250,7 @@ static int close_output(const char *out_path, struct output *o, bool ok)
     int rc = 0;
     if (fflush(o->f) != 0 || ferror(o->f))
         rc = -1;
-    if (o->f != stdout && fclose(o->f) != 0)
+    if (o->f != stdout && o->f != stderr && fclose(o->f) != 0)
         rc = -1;
     if (ok && rc != 0)
         fprintf(stderr, "p2pshim report: %s: write error: %s\n",
@@ -205,15 +287,25 @@ static int load_topo(const char *topo_path, struct report_topo *topo)
     return 0;
 }
 
-static int render(const char *log_path, const char *out_path, bool trace,
+static int render(const char *const *logs, int nlogs, const char *out_path, bool trace,
                   bool html, const char *topo_path);
+/* Format "verdict": the verdict alone, lines prefixed "p2pshim: " (what
+ * `p2pshim run --observe` prints at exit). */
+static bool verdict_only;
 
 int report_render(const char *log_path, const char *out_path,
                   const char *format, const char *topo_path)
 {
+    return report_render_many(&log_path, 1, out_path, format, topo_path);
+}
+
+int report_render_many(const char *const *logs, int nlogs, const char *out_path,
+                       const char *format, const char *topo_path)
+{
     bool trace = format && strcmp(format, "trace") == 0;
     bool html = format && strcmp(format, "html") == 0;
-    if (!trace && !html && !(format && strcmp(format, "text") == 0)) {
+    verdict_only = format && strcmp(format, "verdict") == 0;
+    if (!trace && !html && !verdict_only && !(format && strcmp(format, "text") == 0)) {
         fprintf(stderr, "p2pshim report: unknown format %s (text, trace or html)\n",
                 format ? format : "(none)");
         return REPORT_USAGE;
@@ -222,7 +314,7 @@ int report_render(const char *log_path, const char *out_path,
      * locale (the launcher may have called setlocale). */
     locale_t c_numeric = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
     locale_t caller = c_numeric ? uselocale(c_numeric) : (locale_t)0;
-    int rc = render(log_path, out_path, trace, html, topo_path);
+    int rc = render(logs, nlogs, out_path, trace, html, topo_path);
     if (c_numeric) {
         uselocale(caller);
         freelocale(c_numeric);
@@ -230,9 +322,24 @@ int report_render(const char *log_path, const char *out_path,
     return rc;
 }
 
-static int render(const char *log_path, const char *out_path, bool trace,
+/* The earliest time of the logs, for the trace's zero. */
+static int trace_base(const char *const *logs, int nlogs, int64_t *base, char *err,
+                      size_t errlen)
+{
+    struct report_log *log = report_log_new();
+    struct report_visitor v;
+    int rc = log ? 0 : -1;
+    report_trace_base_visitor(&v, base);
+    for (int i = 0; rc == 0 && i < nlogs; i++)
+        rc = report_log_read(log, logs[i], &v, err, errlen);
+    report_log_free(log);
+    return rc;
+}
+
+static int render(const char *const *logs, int nlogs, const char *out_path, bool trace,
                   bool html, const char *topo_path)
 {
+    const char *log_path = logs[0];
     struct report_topo topo = {0};
     if (!trace && load_topo(topo_path, &topo) != 0)
         return REPORT_FAILED;
@@ -248,21 +355,25 @@ static int render(const char *log_path, const char *out_path, bool trace,
     struct report_visitor v;
     struct report_trace *tr = NULL;
     int rc = log ? 0 : -1;
+    int64_t base = INT64_MAX;
+    if (rc == 0 && trace)
+        rc = trace_base(logs, nlogs, &base, err, sizeof err);
     if (rc == 0 && trace) {
-        tr = report_trace_new(o.f, &v);
+        tr = report_trace_new(o.f, &v, base == INT64_MAX ? 0 : base);
         rc = tr ? 0 : -1;
     } else if (rc == 0) {
         report_summary_init(&s, &topo, log, &v);
     }
-    if (rc == 0)
-        rc = report_log_read(log, log_path, &v, err, sizeof err);
+    for (int i = 0; rc == 0 && i < nlogs; i++)
+        rc = report_log_read(log, logs[i], &v, err, sizeof err);
     if (rc == 0 && trace) {
         rc = report_trace_finish(tr, log_path, log);
         snprintf(err, sizeof err, "%s: cannot write the trace", log_path);
     } else if (rc == 0) {
         report_summary_finish(&s);
-        rc = html ? report_html_write(o.f, log_path, &s)
-                  : report_text_write(o.f, log_path, &s);
+        rc = html           ? report_html_write(o.f, log_path, &s)
+             : verdict_only ? report_verdict_write(o.f, "p2pshim: ", &s)
+                            : report_text_write(o.f, log_path, &s);
         snprintf(err, sizeof err, "%s: cannot write the report", log_path);
     }
     if (rc != 0)

@@ -1,6 +1,7 @@
 /* Units and escaping shared by the renderers. Binary units for sizes
  * (KiB = 1024 B); decimal GB/s (the log's gbps: bytes per ns). */
 #include <stdio.h>
+#include <string.h>
 
 #include "report_internal.h"
 
@@ -86,5 +87,20 @@ void report_put_html(FILE *f, const char *s)
         case '\'': fputs("&#39;", f); break;
         default: fputc(*p, f);
         }
+    }
+}
+
+/* As report_put_html, keeping newlines (for a <pre>). */
+void report_put_html_lines(FILE *f, const char *s)
+{
+    const char *p = s ? s : "";
+    while (*p) {
+        size_t n = strcspn(p, "\n");
+        char line[1024];
+        snprintf(line, sizeof line, "%.*s", (int)(n < sizeof line ? n : sizeof line - 1), p);
+        report_put_html(f, line);
+        if (p[n] == '\n')
+            fputc('\n', f);
+        p += n + (p[n] == '\n');
     }
 }

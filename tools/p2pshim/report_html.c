@@ -4,6 +4,7 @@
  * carry ids (pair-S-D, pair-total, pair-local) and the cells the same
  * figures as the text report, so a test can find them. */
 #define _GNU_SOURCE
+#include <stdlib.h>
 #include <time.h>
 
 #include "report_internal.h"
@@ -242,6 +243,53 @@ static void put_savings(FILE *f, const struct report_summary *s)
             (long long)s->total.unest_n);
 }
 
+/* The verdict first, as the text report words it. */
+static void put_verdict(FILE *f, const struct report_summary *s)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    if (m) {
+        report_verdict_write(m, "", s);
+        fclose(m);
+    }
+    fputs("<section id=\"verdict\"><h2>Verdict</h2>\n<pre>", f);
+    report_put_html_lines(f, text ? text : "");
+    fputs("</pre></section>\n", f);
+    free(text);
+}
+
+/* One row per process when the report reads several logs. */
+static void put_procs(FILE *f, const struct report_summary *s)
+{
+    int n = report_log_file_count(s->log);
+    if (n < 2)
+        return;
+    char b[32], c[32];
+    fputs("<h2>Processes</h2>\n<table id=\"processes\"><thead><tr><th>rank</th><th>pid</th>"
+          "<th>host</th><th>copies</th><th>cross-GPU bytes</th><th>staged bytes</th>"
+          "<th>candidates</th></tr></thead><tbody>\n", f);
+    for (int i = 0; i < n && i < s->nprocs; i++) {
+        const struct report_info *in = report_log_file(s->log, i);
+        const struct report_proc *p = &s->procs[i];
+        fprintf(f, "<tr id=\"proc-%d\"><td>", i);
+        if (in->rank >= 0)
+            fprintf(f, "%lld", (long long)in->rank);
+        else
+            fputs("-", f);
+        fprintf(f, "</td><td class=\"n\">%lld</td><td>", (long long)in->pid);
+        report_put_html(f, in->host ? in->host : "?");
+        fputs("</td>", f);
+        cell_n(f, p->copies);
+        fprintf(f, "<td class=\"n\">%s<br><small>%lld B</small></td>",
+                report_fmt_bytes(p->cross_bytes, b, sizeof b), (long long)p->cross_bytes);
+        cell_s(f, report_fmt_bytes(p->staged_bytes, c, sizeof c));
+        cell_n(f, p->candidates);
+        fputs("</tr>\n", f);
+    }
+    fputs("</tbody></table>\n", f);
+}
+
 int report_html_write(FILE *f, const char *log_path,
                       const struct report_summary *s)
 {
@@ -252,7 +300,9 @@ int report_html_write(FILE *f, const char *log_path,
     report_put_html(f, log_path);
     fprintf(f, "</title>\n<style>%s</style></head><body>\n"
             "<h1>p2pshim report</h1>\n", style);
+    put_verdict(f, s);
     put_run(f, log_path, in, s);
+    put_procs(f, s);
     put_pairs(f, s);
     fputs("<h2>Traffic matrix</h2>\n", f);
     report_svg_heatmap(f, s);
@@ -278,7 +328,8 @@ int report_html_write(FILE *f, const char *log_path,
         }
         fputs("</table>\n", f);
     }
-    fputs("<footer><small>p2pshim report, run log format 1</small></footer>\n"
-          "</body></html>\n", f);
+    fputs("<footer><small>p2pshim " P2PSHIM_VERSION " report; run logs written by ", f);
+    report_put_html(f, in->version ? in->version : "an earlier p2pshim");
+    fputs("</small></footer>\n</body></html>\n", f);
     return ferror(f) ? -1 : 0;
 }

@@ -110,8 +110,17 @@ struct report_event {
 /* The header of the run's first process image, with what later lines told.
  * Only the last run in the file is read (report_log.c says how runs are
  * told apart). */
+#define REPORT_MAX_DEVS 16
 struct report_info {
     char *exe, *host, *mode, *cupti;   /* NULL where absent */
+    char *version;         /* the p2pshim that wrote it; NULL where absent */
+    char *visible;         /* CUDA_VISIBLE_DEVICES; NULL where unset */
+    char *process;         /* the header's process identity; NULL absent */
+    int64_t ppid, rank, local_rank, world_size;   /* -1 where absent */
+    int ndevs;             /* devices the header names (0: none said) */
+    struct report_dev {
+        char uuid[48], pci[16], name[64];
+    } devs[REPORT_MAX_DEVS];
     bool has_pid, has_align, has_start;
     int64_t pid, clock_ns, cupti_ns, start_unix_ms;
     int runs;              /* runs in the file (a reused path adds one) */
@@ -155,9 +164,18 @@ struct report_log *report_log_new(void);
  * file cannot be read (or read twice: not a pipe), a line is not a JSON
  * object (except a last line torn mid-write), or the first line is not a
  * version 1 or 2 header. */
+/* path "-" is standard input; a pipe or a gzip file is spooled to a
+ * temporary file first. */
 int report_log_read(struct report_log *log, const char *path,
                     const struct report_visitor *v, char *err, size_t errlen);
+/* The first file's info (a reader reads one file or several; each
+ * report_log_read adds one). */
 const struct report_info *report_log_info(const struct report_log *log);
+int report_log_file_count(const struct report_log *log);
+const struct report_info *report_log_file(const struct report_log *log, int i);
+/* Reads the job members of a header (rank, devices, ...) into in. */
+void report_parse_job(struct json_t *o, struct report_info *in);
+void report_info_free(struct report_info *in);
 void report_log_free(struct report_log *log);
 
 /* Interned action and reason names. */
@@ -215,6 +233,24 @@ struct report_pair {
 };
 
 #define REPORT_MAX_BOUNCE_PAIRS 64
+#define REPORT_MAX_GPUS 256
+
+/* A GPU of the job: a host and the driver's UUID (or, when the log does not
+ * name its devices, the ordinal the first process saw). Pairs and bounces
+ * name GPUs by their index in the summary's table: for one process that
+ * is its device ordinal. */
+struct report_gpu {
+    bool used;
+    char host[64];
+    char uuid[48], pci[16], name[64];
+    int ordinal;           /* in the process that named it first */
+};
+
+/* One log file (a process, or the processes that shared its path). */
+struct report_proc {
+    int64_t copies, bytes, cross_copies, cross_bytes;
+    int64_t peer_bytes, staged_bytes, candidates, candidate_bytes;
+};
 
 struct report_summary {
     int npairs, cap;
@@ -232,6 +268,12 @@ struct report_summary {
     } bounces[REPORT_MAX_BOUNCE_PAIRS];
     int nbounces;
     int64_t copies_seen;
+    struct report_gpu gpus[REPORT_MAX_GPUS];
+    int ngpus;             /* highest index used + 1 */
+    int file;              /* the file being read */
+    int map[REPORT_MAX_DEVS];   /* its ordinals' GPU indices; -1 none yet */
+    struct report_proc *procs;  /* per file */
+    int nprocs;
     struct report_bin bins[2][REPORT_BINS];   /* [peer, staged][log2 size] */
     const struct report_topo *topo;
     struct report_log *log;
@@ -255,6 +297,9 @@ double report_gbps(int64_t bytes, int64_t ns);
 /* ---- renderers: 0, or -1 on a write error ---- */
 int report_text_write(FILE *f, const char *log_path,
                       const struct report_summary *s);
+/* The verdict: a few lines, each starting with prefix, that answer
+ * "would the shim help, and by how much" (report_text.c). */
+int report_verdict_write(FILE *f, const char *prefix, const struct report_summary *s);
 int report_html_write(FILE *f, const char *log_path,
                       const struct report_summary *s);
 /* report_svg.c: the two charts of the page. */
@@ -263,7 +308,13 @@ void report_svg_bandwidth(FILE *f, const struct report_summary *s);
 
 /* The trace renderer streams: it is a visitor writing f as the log is read. */
 struct report_trace;
-struct report_trace *report_trace_new(FILE *f, struct report_visitor *v);
+/* base_ns: the trace's zero on the shim's clock (report_trace_base_visitor
+ * finds the earliest time of the logs: no time is negative). Host tracks
+ * carry each process's pid. */
+struct report_trace *report_trace_new(FILE *f, struct report_visitor *v, int64_t base_ns);
+/* A visitor that lowers *base to every time the logs hold (set *base to
+ * INT64_MAX first). */
+void report_trace_base_visitor(struct report_visitor *v, int64_t *base);
 /* Closes the JSON document. Returns 0, or -1 on a write or memory error. */
 int report_trace_finish(struct report_trace *t, const char *log_path,
                         const struct report_log *log);
@@ -278,5 +329,7 @@ const char *report_fmt_pair(int src, int dst, char *buf, size_t len);
 void report_put_plain(FILE *f, const char *s);
 /* Writes s escaped for HTML text and attribute values. */
 void report_put_html(FILE *f, const char *s);
+/* As report_put_html, keeping newlines (for a <pre>). */
+void report_put_html_lines(FILE *f, const char *s);
 
 #endif

@@ -3,6 +3,7 @@
  * reader ignores what it does not know), never as an error. */
 #define _GNU_SOURCE
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -190,4 +191,54 @@ void report_parse_event(json_t *o, struct report_event *e)
     char *end = NULL;
     long long n = detail ? strtoll(detail, &end, 10) : -1;
     e->detail_bytes = detail && end != detail && *end == '\0' && n >= 0 ? (int64_t)n : -1;
+}
+
+static char *dup_str(json_t *o, const char *k)
+{
+    const char *v = report_json_str(o, k);
+    return v ? strdup(v) : NULL;
+}
+
+static int64_t i64_or(json_t *o, const char *k, int64_t dflt)
+{
+    int64_t v;
+    return report_json_i64(o, k, &v) ? v : dflt;
+}
+
+void report_parse_job(json_t *o, struct report_info *in)
+{
+    in->version = dup_str(o, "p2pshim");
+    in->visible = dup_str(o, "cuda_visible_devices");
+    in->process = dup_str(o, "process");
+    in->ppid = i64_or(o, "ppid", -1);
+    in->rank = i64_or(o, "rank", -1);
+    in->local_rank = i64_or(o, "local_rank", -1);
+    in->world_size = i64_or(o, "world_size", -1);
+    json_t *devs = json_object_get(o, "devices");
+    in->ndevs = 0;
+    for (size_t i = 0; json_is_array(devs) && i < json_array_size(devs) &&
+                       in->ndevs < REPORT_MAX_DEVS; i++) {
+        json_t *d = json_array_get(devs, i);
+        int64_t ord;
+        if (!json_is_object(d) || !report_json_i64(d, "ordinal", &ord) ||
+            ord != (int64_t)in->ndevs)
+            break;   /* ordinals in order from 0: anything else is not ours */
+        struct report_dev *r = &in->devs[in->ndevs++];
+        const char *u = report_json_str(d, "uuid"), *p = report_json_str(d, "pci"),
+                   *n = report_json_str(d, "name");
+        snprintf(r->uuid, sizeof r->uuid, "%s", u ? u : "");
+        snprintf(r->pci, sizeof r->pci, "%s", p ? p : "");
+        snprintf(r->name, sizeof r->name, "%s", n ? n : "");
+    }
+}
+
+void report_info_free(struct report_info *in)
+{
+    free(in->exe);
+    free(in->host);
+    free(in->mode);
+    free(in->cupti);
+    free(in->version);
+    free(in->visible);
+    free(in->process);
 }

@@ -22,6 +22,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <uthash.h>
 
 #include "report_internal.h"
@@ -60,7 +62,9 @@ struct run_processes {
 };
 
 struct report_log {
-    struct report_info info;
+    struct report_info *info;  /* the file being read: files[nfiles - 1] */
+    struct report_info *files;
+    int nfiles, capfiles;
     struct image_footer image_footer;
     int64_t run_first_line;    /* the last run's first header */
     int run_first_segment;
@@ -122,9 +126,21 @@ int report_log_name_index(const struct report_log *log, const char *name)
     return 1;
 }
 
+static const struct report_info empty_info;
+
+int report_log_file_count(const struct report_log *log)
+{
+    return log->nfiles;
+}
+
+const struct report_info *report_log_file(const struct report_log *log, int i)
+{
+    return &log->files[i];
+}
+
 const struct report_info *report_log_info(const struct report_log *log)
 {
-    return &log->info;
+    return log->nfiles ? &log->files[0] : &empty_info;
 }
 
 /* ---- the copy form and the waiting decisions ---- */
@@ -154,7 +170,7 @@ static void on_decision(struct report_log *log, json_t *o, int segment)
     struct report_decision d;
     report_parse_decision(o, &d);
     d.segment = segment;
-    log->info.decisions++;
+    log->info->decisions++;
     if (log->v->decision)
         log->v->decision(log->v->ctx, &d);
     d.action = intern(log, d.action);
@@ -191,13 +207,13 @@ static void on_activity(struct report_log *log, json_t *o, int segment)
     struct report_activity a;
     report_parse_activity(o, &a);
     a.segment = segment;
-    log->info.activity_lines++;
+    log->info->activity_lines++;
     struct pend *p = NULL;
     struct key k = {segment, a.decision};
     if (a.has_decision)
         HASH_FIND(hh, log->pending, &k, sizeof k, p);
     if (!p) {
-        log->info.orphan_activities++;
+        log->info->orphan_activities++;
         if (log->v->activity)
             log->v->activity(log->v->ctx, &a, NULL);
         return;
@@ -217,7 +233,7 @@ static void on_event(struct report_log *log, json_t *o)
 {
     struct report_event e;
     report_parse_event(o, &e);
-    log->info.events++;
+    log->info->events++;
     if (log->v->event)
         log->v->event(log->v->ctx, &e);
 }
@@ -225,7 +241,7 @@ static void on_event(struct report_log *log, json_t *o)
 static void on_footer(struct report_log *log, json_t *o)
 {
     struct image_footer *f = &log->image_footer;
-    log->info.cut_short = false;
+    log->info->cut_short = false;
     f->seen = true;
     if (!report_json_i64(o, "records", &f->records))
         f->records = 0;
@@ -240,7 +256,7 @@ static void on_footer(struct report_log *log, json_t *o)
 /* The image read so far ends: its last footer joins the figures. */
 static void end_image(struct report_log *log)
 {
-    struct report_info *in = &log->info;
+    struct report_info *in = log->info;
     struct image_footer *f = &log->image_footer;
     if (f->seen) {
         bool *sat = &in->saturated;
@@ -273,13 +289,14 @@ static int on_header(struct report_log *log, json_t *o, int64_t lineno,
     int64_t clock_ns = 0, cupti_ns = 0;
     bool align = report_json_i64(o, "clock_ns", &clock_ns) &&
                  report_json_i64(o, "cupti_ns", &cupti_ns);
-    struct report_info *in = &log->info;
+    struct report_info *in = log->info;
     if (segment == log->run_first_segment) {
         in->exe = dup_or_null(report_json_str(o, "exe"));
         in->host = dup_or_null(report_json_str(o, "host"));
         in->mode = dup_or_null(report_json_str(o, "mode"));
         in->cupti = dup_or_null(report_json_str(o, "cupti"));
         in->has_pid = report_json_i64(o, "pid", &in->pid);
+        report_parse_job(o, in);
         in->has_start = report_json_i64(o, "start_unix_ms", &in->start_unix_ms);
         in->has_align = align;
         in->clock_ns = clock_ns;
@@ -384,7 +401,7 @@ static int count_pass(struct report_log *log, FILE *f)
             segment++;
             if (!continues_run(&run, o) || segment == 1) {
                 run_restart(&run);
-                log->info.runs++;
+                log->info->runs++;
                 log->run_first_line = lineno;
                 log->run_first_segment = (int)segment;
             }
@@ -402,7 +419,7 @@ static int count_pass(struct report_log *log, FILE *f)
         }
         json_decref(o);
     }
-    log->info.processes = run.n > 1 ? run.n : 1;
+    log->info->processes = run.n > 1 ? run.n : 1;
     run_processes_clear(&run);
     free(line);
     return ferror(f) ? fail(log, 0, "read error: %s", strerror(errno)) : 0;
@@ -425,10 +442,10 @@ static int main_pass(struct report_log *log, FILE *f)
         if (n == 0)
             continue;
         if (lineno < log->run_first_line) {   /* an earlier run */
-            log->info.earlier_run_lines++;
+            log->info->earlier_run_lines++;
             continue;
         }
-        log->info.lines++;
+        log->info->lines++;
         if (n > MAX_LINE) {
             rc = fail(log, lineno, "line longer than %u bytes", MAX_LINE);
             break;
@@ -436,8 +453,8 @@ static int main_pass(struct report_log *log, FILE *f)
         json_error_t jerr;
         json_t *o = json_loadb(line, n, 0, &jerr);
         if (!o && torn && segment > 0) {   /* the writer was stopped mid-line */
-            log->info.torn_tail = true;
-            log->info.lines--;
+            log->info->torn_tail = true;
+            log->info->lines--;
             break;
         }
         if (!o) {
@@ -462,7 +479,7 @@ static int main_pass(struct report_log *log, FILE *f)
         else if (strcmp(type, "footer") == 0)
             on_footer(log, o);
         else
-            log->info.unknown_lines++;
+            log->info->unknown_lines++;
         json_decref(o);
     }
     if (rc == 0 && ferror(f))
@@ -492,6 +509,92 @@ struct report_log *report_log_new(void)
     return log;
 }
 
+/* Copies f into a fresh temporary file (pass 1 and pass 2 read it twice)
+ * and closes f; with gunzip, through `gzip -dc`. NULL with errno set. */
+static FILE *spool(FILE *f, bool gunzip)
+{
+    FILE *tmp = tmpfile();
+    int saved = 0;
+    if (tmp && gunzip) {
+        /* gzip reads f's descriptor and writes tmp's. */
+        pid_t pid = fork();
+        if (pid == 0) {
+            dup2(fileno(f), 0);
+            dup2(fileno(tmp), 1);
+            execlp("gzip", "gzip", "-dc", (char *)NULL);
+            _exit(127);
+        }
+        int status = 0;
+        if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
+            WEXITSTATUS(status) != 0)
+            saved = EILSEQ;
+    } else if (tmp) {
+        char buf[1 << 16];
+        size_t n;
+        while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+            if (fwrite(buf, 1, n, tmp) != n)
+                saved = errno;
+        if (ferror(f))
+            saved = errno;
+    } else {
+        saved = errno;
+    }
+    fclose(f);
+    if (tmp && (saved || fflush(tmp) != 0 || fseek(tmp, 0, SEEK_SET) != 0)) {
+        fclose(tmp);
+        tmp = NULL;
+    }
+    errno = saved ? saved : errno;
+    return tmp;
+}
+
+/* The log as a file that can be read twice: a plain file as it is; "-"
+ * (standard input), a pipe or a gzip file (by its magic bytes) spooled into
+ * a temporary file. */
+static FILE *open_input(const char *path)
+{
+    FILE *f = strcmp(path, "-") == 0 ? fdopen(dup(0), "r") : fopen(path, "r");
+    if (!f)
+        return NULL;
+    int c0 = getc(f), c1 = c0 == EOF ? EOF : getc(f);
+    bool gz = c0 == 0x1f && c1 == 0x8b;
+    bool seekable = fseek(f, 0, SEEK_SET) == 0;
+    if (!gz && seekable)
+        return f;
+    if (seekable || !gz) {
+        /* A pipe: the two bytes read are lost to it; spool what follows. */
+        FILE *rest = seekable ? f : NULL;
+        if (!seekable) {
+            FILE *tmp = tmpfile();
+            if (!tmp) {
+                fclose(f);
+                return NULL;
+            }
+            if (c0 != EOF)
+                fputc(c0, tmp);
+            if (c1 != EOF)
+                fputc(c1, tmp);
+            FILE *spooled = spool(f, false);
+            if (!spooled) {
+                fclose(tmp);
+                return NULL;
+            }
+            char buf[1 << 16];
+            size_t n;
+            while ((n = fread(buf, 1, sizeof buf, spooled)) > 0)
+                fwrite(buf, 1, n, tmp);
+            fclose(spooled);
+            if (fflush(tmp) != 0 || fseek(tmp, 0, SEEK_SET) != 0) {
+                fclose(tmp);
+                return NULL;
+            }
+            rest = tmp;
+        }
+        return gz ? spool(rest, true) : rest;
+    }
+    return spool(f, true);
+}
+
 int report_log_read(struct report_log *log, const char *path,
                     const struct report_visitor *v, char *err, size_t errlen)
 {
@@ -499,14 +602,27 @@ int report_log_read(struct report_log *log, const char *path,
     log->path = path;
     log->err = err;
     log->errlen = errlen;
-    FILE *f = fopen(path, "r");
+    if (log->nfiles == log->capfiles) {
+        int cap = log->capfiles ? 2 * log->capfiles : 4;
+        struct report_info *files = realloc(log->files, (size_t)cap * sizeof *files);
+        if (!files)
+            return fail(log, 0, "out of memory");
+        log->files = files;
+        log->capfiles = cap;
+    }
+    log->info = &log->files[log->nfiles++];
+    memset(log->info, 0, sizeof *log->info);
+    memset(&log->image_footer, 0, sizeof log->image_footer);
+    log->run_first_line = 0;
+    log->run_first_segment = 0;
+    FILE *f = open_input(path);
     if (!f)
         return fail(log, 0, "cannot open: %s", strerror(errno));
     int rc = count_pass(log, f);
     if (log->run_first_segment == 0)
         log->run_first_segment = 1;   /* no header found: pass 2 says so */
     if (rc == 0 && fseek(f, 0, SEEK_SET) != 0)
-        rc = fail(log, 0, "cannot read it twice (a pipe?): %s", strerror(errno));
+        rc = fail(log, 0, "cannot read it twice: %s", strerror(errno));
     if (rc == 0)
         rc = main_pass(log, f);
     fclose(f);
@@ -529,9 +645,8 @@ void report_log_free(struct report_log *log)
     }
     for (int i = 0; i < log->nnames; i++)
         free(log->names[i]);
-    free(log->info.exe);
-    free(log->info.host);
-    free(log->info.mode);
-    free(log->info.cupti);
+    for (int i = 0; i < log->nfiles; i++)
+        report_info_free(&log->files[i]);
+    free(log->files);
     free(log);
 }

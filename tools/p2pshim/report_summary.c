@@ -111,9 +111,108 @@ static void add_bin(struct report_summary *s, enum report_path path,
     b->ns = report_add(b->ns, ns, &s->saturated);
 }
 
-static void on_copy(void *ctx, const struct report_decision *d)
+/* The table's index for (host, uuid) or, without a UUID, (host,
+ * ordinal); a new GPU takes the index equal to its ordinal when free (one
+ * process's GPUs keep their ordinals), else the first free one. -1: full. */
+static int gpu_index(struct report_summary *s, const char *host, const struct report_dev *dev,
+                     int ordinal)
+{
+    const char *uuid = dev && dev->uuid[0] ? dev->uuid : "";
+    host = host ? host : "";
+    for (int i = 0; i < s->ngpus; i++) {
+        const struct report_gpu *g = &s->gpus[i];
+        if (g->used && strcmp(g->host, host) == 0 && strcmp(g->uuid, uuid) == 0 &&
+            (uuid[0] || g->ordinal == ordinal))
+            return i;
+    }
+    int id = ordinal >= 0 && ordinal < REPORT_MAX_GPUS && !s->gpus[ordinal].used ? ordinal : -1;
+    for (int i = 0; id < 0 && i < REPORT_MAX_GPUS; i++)
+        if (!s->gpus[i].used)
+            id = i;
+    if (id < 0)
+        return -1;
+    struct report_gpu *g = &s->gpus[id];
+    g->used = true;
+    g->ordinal = ordinal;
+    snprintf(g->host, sizeof g->host, "%s", host);
+    snprintf(g->uuid, sizeof g->uuid, "%s", uuid);
+    snprintf(g->pci, sizeof g->pci, "%s", dev ? dev->pci : "");
+    snprintf(g->name, sizeof g->name, "%s", dev ? dev->name : "");
+    if (id >= s->ngpus)
+        s->ngpus = id + 1;
+    return id;
+}
+
+/* A device ordinal of the file being read as a GPU index (host: -1). */
+static int gpu_of(struct report_summary *s, int ordinal)
+{
+    if (ordinal < 0)
+        return ordinal;
+    if (ordinal < REPORT_MAX_DEVS && s->map[ordinal] >= 0)
+        return s->map[ordinal];
+    const struct report_info *in = report_log_file(s->log, s->file);
+    int id = gpu_index(s, in->host, NULL, ordinal);
+    if (ordinal < REPORT_MAX_DEVS)
+        s->map[ordinal] = id;
+    return id < 0 ? REPORT_DEV_NONE : id;
+}
+
+/* A file's first header: its devices join the table, in ordinal order. */
+static void on_header(void *ctx, const struct report_info *in, int segment, bool has_align,
+                      int64_t clock_ns, int64_t cupti_ns)
+{
+    (void)segment, (void)has_align, (void)clock_ns, (void)cupti_ns;
+    struct report_summary *s = ctx;
+    int file = report_log_file_count(s->log) - 1;
+    if (file == s->file && s->nprocs > 0)
+        return;
+    s->file = file;
+    for (int i = 0; i < REPORT_MAX_DEVS; i++)
+        s->map[i] = -1;
+    for (int i = 0; i < in->ndevs; i++)
+        s->map[i] = gpu_index(s, in->host, &in->devs[i], i);
+    if (file >= s->nprocs) {
+        struct report_proc *p = realloc(s->procs, (size_t)(file + 1) * sizeof *p);
+        if (!p) {
+            s->oom = true;
+            return;
+        }
+        memset(p + s->nprocs, 0, (size_t)(file + 1 - s->nprocs) * sizeof *p);
+        s->procs = p;
+        s->nprocs = file + 1;
+    }
+}
+
+static void count_proc(struct report_summary *s, const struct report_decision *d, bool cross,
+                       enum report_path path, bool candidate)
+{
+    if (s->file < 0 || s->file >= s->nprocs)
+        return;
+    struct report_proc *p = &s->procs[s->file];
+    bool *sat = &s->saturated;
+    p->copies = report_add(p->copies, 1, sat);
+    p->bytes = report_add(p->bytes, d->bytes, sat);
+    if (!cross)
+        return;
+    p->cross_copies = report_add(p->cross_copies, 1, sat);
+    p->cross_bytes = report_add(p->cross_bytes, d->bytes, sat);
+    if (path == REPORT_PEER)
+        p->peer_bytes = report_add(p->peer_bytes, d->bytes, sat);
+    if (path == REPORT_STAGED)
+        p->staged_bytes = report_add(p->staged_bytes, d->bytes, sat);
+    if (candidate) {
+        p->candidates = report_add(p->candidates, 1, sat);
+        p->candidate_bytes = report_add(p->candidate_bytes, d->bytes, sat);
+    }
+}
+
+static void on_copy(void *ctx, const struct report_decision *given)
 {
     struct report_summary *s = ctx;
+    struct report_decision mapped = *given;
+    const struct report_decision *d = &mapped;
+    mapped.src_dev = gpu_of(s, given->src_dev);
+    mapped.dst_dev = gpu_of(s, given->dst_dev);
     s->copies_seen++;   /* one per line read: no overflow */
     int64_t *action = &s->actions[report_log_name_index(s->log, d->action)];
     *action = report_add(*action, 1, &s->saturated);
@@ -135,6 +234,8 @@ static void on_copy(void *ctx, const struct report_decision *d)
     p->by_activity = report_add(p->by_activity, from_act, sat);
     int64_t *reason = &p->reasons[report_log_name_index(s->log, d->reason)];
     *reason = report_add(*reason, 1, sat);
+    bool candidate = cross && (from_act ? path == REPORT_STAGED : is(d->action, "would-enable"));
+    count_proc(s, d, cross, path, candidate);
     if (!cross)
         return;
     int64_t ns = report_span_duration(&d->act);
@@ -178,6 +279,10 @@ static void on_event(void *ctx, const struct report_event *e)
         s->dropped_events++;
     } else if ((is(e->what, "would-bounce") || is(e->what, "bounce")) && e->from >= 0 &&
                e->to >= 0) {
+        struct report_event mapped = *e;
+        mapped.from = gpu_of(s, e->from);
+        mapped.to = gpu_of(s, e->to);
+        e = &mapped;
         bool served = is(e->what, "bounce");
         int i = 0;
         while (i < s->nbounces && !(s->bounces[i].from == e->from &&
@@ -201,8 +306,12 @@ void report_summary_init(struct report_summary *s, const struct report_topo *t,
     s->log = log;
     s->local.src = s->local.dst = -1;
     s->topo = t;
+    s->file = -1;
+    for (int i = 0; i < REPORT_MAX_DEVS; i++)
+        s->map[i] = -1;
     memset(v, 0, sizeof *v);
     v->ctx = s;
+    v->header = on_header;
     v->copy = on_copy;
     v->event = on_event;
 }
@@ -321,5 +430,8 @@ void report_summary_free(struct report_summary *s)
     }
     free(s->pairs);
     s->pairs = NULL;
+    free(s->procs);
+    s->procs = NULL;
+    s->nprocs = 0;
     s->npairs = s->cap = 0;
 }

@@ -5,6 +5,7 @@
  * human part and JSON-escaped (ASCII only) in the data part. */
 #define _GNU_SOURCE
 #include <jansson.h>
+#include <string.h>
 #include <time.h>
 
 #include "report_internal.h"
@@ -139,6 +140,64 @@ static void put_saving(FILE *f, const char *name, const struct report_pair *p)
     fputc('\n', f);
 }
 
+/* One row per log (process) when the report reads several: rank, pid,
+ * host, copies and bytes; then the GPUs by host and UUID. */
+static void put_procs(FILE *f, const struct report_summary *s)
+{
+    int n = report_log_file_count(s->log);
+    if (n < 2 && s->ngpus == 0)
+        return;
+    char b[32], c[32], d[32];
+    if (n >= 2) {
+        fprintf(f, "\nProcesses\n  %-6s %8s %-16s %8s %11s %11s %11s\n", "rank", "pid",
+                "host", "copies", "cross-GPU", "staged", "candidates");
+        for (int i = 0; i < n && i < s->nprocs; i++) {
+            const struct report_info *in = report_log_file(s->log, i);
+            const struct report_proc *p = &s->procs[i];
+            char rank[24] = "-";
+            if (in->rank >= 0)
+                snprintf(rank, sizeof rank, "%lld", (long long)in->rank);
+            fprintf(f, "  %-6s %8lld %-16.16s %8lld %11s %11s %11lld\n", rank,
+                    (long long)in->pid, in->host ? in->host : "?", (long long)p->copies,
+                    report_fmt_bytes(p->cross_bytes, b, sizeof b),
+                    report_fmt_bytes(p->staged_bytes, c, sizeof c), (long long)p->candidates);
+        }
+        (void)d;
+    }
+    bool named = false;
+    for (int i = 0; i < s->ngpus; i++)
+        named = named || (s->gpus[i].used && s->gpus[i].uuid[0]);
+    if (!named)
+        return;
+    fputs("\nGPUs (pairs name them by these numbers)\n", f);
+    for (int i = 0; i < s->ngpus; i++) {
+        const struct report_gpu *g = &s->gpus[i];
+        if (!g->used)
+            continue;
+        fprintf(f, "  GPU %-3d %-16.16s %s %s ", i, g->host, g->uuid[0] ? g->uuid : "-",
+                g->pci[0] ? g->pci : "-");
+        report_put_plain(f, g->name);
+        fputc('\n', f);
+    }
+}
+
+static json_t *proc_json(const struct report_info *in, const struct report_proc *p)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "record", json_string("process"));
+    json_object_set_new(o, "pid", in->has_pid ? json_integer(in->pid) : json_null());
+    json_object_set_new(o, "rank", in->rank >= 0 ? json_integer(in->rank) : json_null());
+    json_object_set_new(o, "host", in->host ? json_string(in->host) : json_null());
+    json_object_set_new(o, "copies", json_integer(p->copies));
+    json_object_set_new(o, "bytes", json_integer(p->bytes));
+    json_object_set_new(o, "cross_copies", json_integer(p->cross_copies));
+    json_object_set_new(o, "cross_bytes", json_integer(p->cross_bytes));
+    json_object_set_new(o, "peer_bytes", json_integer(p->peer_bytes));
+    json_object_set_new(o, "staged_bytes", json_integer(p->staged_bytes));
+    json_object_set_new(o, "candidates", json_integer(p->candidates));
+    return o;
+}
+
 /* ---- the data part ---- */
 
 static json_t *gbps_or_null(int64_t bytes, int64_t ns)
@@ -229,6 +288,9 @@ static void put_data_part(FILE *f, const struct report_summary *s,
     json_object_set_new(o, "topo", str_or_null(s->topo && s->topo->loaded
                                                ? s->topo->path : NULL));
     put_data(f, o);
+    int nfiles = report_log_file_count(s->log);
+    for (int i = 0; nfiles > 1 && i < nfiles && i < s->nprocs; i++)
+        put_data(f, proc_json(report_log_file(s->log, i), &s->procs[i]));
     for (int i = 0; i < s->npairs; i++)
         put_data(f, pair_json("pair", &s->pairs[i]));
     put_data(f, pair_json("total", &s->total));
@@ -271,6 +333,9 @@ int report_text_write(FILE *f, const char *log_path,
     char name[40];
 
     put_run(f, log_path, in, s);
+    fputc('\n', f);
+    report_verdict_write(f, "", s);
+    put_procs(f, s);
     fputs("\nTraffic by device pair (path: as CUPTI saw it, else by the decision)\n", f);
     fprintf(f, "  %-8s %8s %11s %7s %7s %7s %10s %12s %15s\n", "pair", "copies",
             "bytes", "peer", "staged", "other", "peer GB/s", "staged GB/s",
@@ -322,5 +387,70 @@ int report_text_write(FILE *f, const char *log_path,
         }
     }
     put_data_part(f, s, in, names, nnames);
+    return ferror(f) ? -1 : 0;
+}
+
+/* ---- the verdict: the answer first ---- */
+
+int report_verdict_write(FILE *f, const char *prefix, const struct report_summary *s)
+{
+    const struct report_info *in = report_log_info(s->log);
+    int nfiles = report_log_file_count(s->log);
+    bool observe = in->mode && strcmp(in->mode, "observe") == 0;
+    char b[32], t[32];
+    int64_t staged = s->total.b[REPORT_STAGED], peer = s->total.b[REPORT_PEER];
+    fprintf(f, "%sverdict: %d process%s, %lld copies between GPUs (%s)", prefix, nfiles,
+            nfiles == 1 ? "" : "es", (long long)s->total.copies,
+            report_fmt_bytes(s->total.bytes, b, sizeof b));
+    fprintf(f, "; %s over the peer link", report_fmt_bytes(peer, b, sizeof b));
+    fprintf(f, ", %s staged through host memory\n", report_fmt_bytes(staged, b, sizeof b));
+    for (int i = 0; i < s->npairs; i++) {
+        const struct report_pair *p = &s->pairs[i];
+        if (!p->b[REPORT_STAGED])
+            continue;
+        fprintf(f, "%s  GPU %d -> GPU %d: %s staged", prefix, p->src, p->dst,
+                report_fmt_bytes(p->b[REPORT_STAGED], b, sizeof b));
+        if (p->saved_n)
+            fprintf(f, "; time lost at the measured bandwidth: %s",
+                    report_fmt_ns(p->saved_ns, t, sizeof t));
+        else if (p->candidates)
+            fprintf(f, "; no time estimate (%s)", p->no_estimate ? p->no_estimate : "-");
+        fputc('\n', f);
+    }
+    int64_t bounce_bytes = 0, bounce_pairs = 0;
+    for (int i = 0; i < s->nbounces; i++)
+        if (!s->bounces[i].served) {
+            bounce_bytes = report_add(bounce_bytes, s->bounces[i].bytes, (bool[]){false});
+            bounce_pairs += s->bounces[i].pairs;
+        }
+    if (bounce_pairs)
+        fprintf(f, "%s  GPU to GPU through host memory: %lld D2H-then-H2D candidates, %s\n",
+                prefix, (long long)bounce_pairs, report_fmt_bytes(bounce_bytes, b, sizeof b));
+    const char **names;
+    int nnames = report_log_names(s->log, &names);
+    int64_t would_enable = 0;
+    for (int r = 0; r < nnames; r++)
+        if (strcmp(names[r], "would-enable") == 0)
+            would_enable = s->actions[r];
+    if (observe && (would_enable || bounce_pairs))
+        fprintf(f, "%s  upgrade mode would: %s%lld copies over the peer link%s%s\n", prefix,
+                "carry ", (long long)would_enable,
+                bounce_pairs ? ", and bounce the host-memory round trips GPU to GPU" : "",
+                s->total.saved_n ? "" : "");
+    if (s->total.saved_n)
+        fprintf(f, "%s  P2P would save about %s\n", prefix,
+                report_fmt_ns(s->total.saved_ns, t, sizeof t));
+    if (would_enable)
+        fprintf(f, "%s  advice: enable peer access between these GPUs "
+                   "(cudaDeviceEnablePeerAccess), or run under p2pshim in upgrade mode\n",
+                prefix);
+    if (bounce_pairs)
+        fprintf(f, "%s  advice: copy GPU to GPU directly (cudaMemcpyPeer) instead of "
+                   "through a host buffer, or keep the data on the GPU\n", prefix);
+    if (!staged && !bounce_pairs && s->total.copies)
+        fprintf(f, "%s  nothing to gain: every copy between GPUs used the peer link\n",
+                prefix);
+    if (!s->total.copies && !bounce_pairs)
+        fprintf(f, "%s  nothing to gain: no copy between GPUs\n", prefix);
     return ferror(f) ? -1 : 0;
 }

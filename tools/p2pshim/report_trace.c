@@ -22,8 +22,11 @@
 
 #include "report_internal.h"
 
-#define HOST_PID 1
-#define GPU_PID(dev) ((dev) >= 0 ? 10 + (int64_t)(dev) : 9)
+/* Host tracks carry the process's own pid (from its header); GPU tracks
+ * numbers past any pid Linux gives (pid_max is at most 2^22), one per
+ * log file and device. */
+#define GPU_PID_BASE 4000000000LL
+#define GPU_PID(t, dev) (GPU_PID_BASE + (t)->file * 1000 + ((dev) >= 0 ? 1 + (int64_t)(dev) : 0))
 #define EMBEDDED_TID_BASE 1000000
 
 struct track {
@@ -43,6 +46,11 @@ struct report_trace {
     bool aligned;          /* every header had the clock pair */
     bool saturated;        /* a duration reached the 64-bit limit */
     int64_t clock_ns, cupti_ns;
+    int64_t base_ns;       /* the trace's zero: the earliest time of the logs */
+    int64_t host_pid;      /* the pid of the file being read */
+    int64_t file;          /* its index */
+    const struct report_info *info;   /* its header's */
+    char pname[160];       /* its host track's name */
     struct track *tracks;
     struct stream_name *streams;
     int64_t nstreams, flows, decisions, activities, events;
@@ -98,13 +106,17 @@ static void track(struct report_trace *t, int64_t pid, int64_t tid,
 static void gpu_track(struct report_trace *t, int dev, int64_t tid,
                       const char *stream)
 {
-    char pname[32], tname[96];
+    char pname[64], tname[96], who[40] = "";
+    if (t->info && t->info->rank >= 0)
+        snprintf(who, sizeof who, " (rank %lld)", (long long)t->info->rank);
+    else if (t->file > 0 && t->info && t->info->has_pid)
+        snprintf(who, sizeof who, " (pid %lld)", (long long)t->info->pid);
     if (dev >= 0)
-        snprintf(pname, sizeof pname, "GPU %d", dev);
+        snprintf(pname, sizeof pname, "GPU %d%s", dev, who);
     else
-        snprintf(pname, sizeof pname, "GPU ?");
+        snprintf(pname, sizeof pname, "GPU ?%s", who);
     snprintf(tname, sizeof tname, "stream %s", stream);
-    track(t, GPU_PID(dev), tid, pname, tname);
+    track(t, GPU_PID(t, dev), tid, pname, tname);
 }
 
 /* (ns - base) in microseconds: exact where the difference fits 64 bits. */
@@ -116,14 +128,17 @@ static double us_since(int64_t ns, int64_t base)
     return (double)d / 1e3;
 }
 
+/* A time of the shim's clock, from the trace's zero. */
 static double host_us(const struct report_trace *t, int64_t ns)
 {
-    return us_since(ns, t->clock_ns);
+    return us_since(ns, t->base_ns);
 }
 
+/* A CUPTI time, moved to the shim's clock by the header's pair, from the
+ * trace's zero. */
 static double gpu_us(const struct report_trace *t, int64_t ns)
 {
-    return us_since(ns, t->cupti_ns);
+    return us_since(ns, t->base_ns) - us_since(t->cupti_ns, t->clock_ns);
 }
 
 static void flow(struct report_trace *t, const struct report_decision *d,
@@ -133,7 +148,7 @@ static void flow(struct report_trace *t, const struct report_decision *d,
         return;
     json_int_t id = (json_int_t)++t->flows;
     emit(t, json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:f}", "name", "copy", "cat",
-                      "flow", "ph", "s", "id", id, "pid", (json_int_t)HOST_PID,
+                      "flow", "ph", "s", "id", id, "pid", (json_int_t)t->host_pid,
                       "tid", (json_int_t)(d->has_tid ? d->tid : 0), "ts",
                       host_us(t, d->t_ns)));
     emit(t, json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:f}", "name", "copy", "cat",
@@ -168,13 +183,28 @@ static int64_t embedded_tid(struct report_trace *t, const char *stream)
 static void on_header(void *ctx, const struct report_info *in, int segment,
                       bool has_align, int64_t clock_ns, int64_t cupti_ns)
 {
-    (void)in;
     (void)segment;
     struct report_trace *t = ctx;
+    if (t->info != in) {   /* a new file */
+        t->file += t->info != NULL;
+        t->info = in;
+        t->host_pid = in->has_pid ? in->pid : 1 + t->file;
+        snprintf(t->pname, sizeof t->pname, "host");
+        if (in->rank >= 0 || t->file > 0) {
+            const char *exe = in->exe ? strrchr(in->exe, '/') : NULL;
+            exe = exe ? exe + 1 : in->exe ? in->exe : "?";
+            if (in->rank >= 0)
+                snprintf(t->pname, sizeof t->pname, "host: rank %lld %.64s (pid %lld)",
+                         (long long)in->rank, exe, (long long)t->host_pid);
+            else
+                snprintf(t->pname, sizeof t->pname, "host: %.64s (pid %lld)", exe,
+                         (long long)t->host_pid);
+        }
+    }
     t->aligned = t->aligned && has_align;
     t->clock_ns = has_align ? clock_ns : 0;
     t->cupti_ns = has_align ? cupti_ns : 0;
-    track(t, HOST_PID, 0, "host", "shim");
+    track(t, t->host_pid, 0, t->pname, "shim");
 }
 
 static void on_decision(void *ctx, const struct report_decision *d)
@@ -186,7 +216,7 @@ static void on_decision(void *ctx, const struct report_decision *d)
     if (!d->has_t)
         return;   /* cannot be placed */
     snprintf(tname, sizeof tname, "thread %lld", (long long)tid);
-    track(t, HOST_PID, tid, "host", tname);
+    track(t, t->host_pid, tid, t->pname, tname);
     json_t *args = json_object();
     if (d->has_id)
         json_object_set_new(args, "decision", json_integer(d->id));
@@ -208,7 +238,7 @@ static void on_decision(void *ctx, const struct report_decision *d)
     emit(t, json_pack("{s:s,s:s,s:s,s:f,s:i,s:I,s:I,s:o}", "name",
                       d->api ? d->api : "copy", "cat", "decision", "ph", "X",
                       "ts", host_us(t, d->t_ns), "dur", 0, "pid",
-                      (json_int_t)HOST_PID, "tid", (json_int_t)tid, "args", args));
+                      (json_int_t)t->host_pid, "tid", (json_int_t)tid, "args", args));
     if (!d->act.kinds || !d->act.has_span)
         return;
     int dev = d->src_dev >= 0 ? d->src_dev : d->dst_dev;
@@ -225,9 +255,9 @@ static void on_decision(void *ctx, const struct report_decision *d)
     t->activities++;
     emit(t, json_pack("{s:s,s:s,s:s,s:f,s:f,s:I,s:I,s:o}", "name", kind, "cat",
                       "activity", "ph", "X", "ts", gpu_us(t, d->act.start_ns),
-                      "dur", (double)ns / 1e3, "pid", (json_int_t)GPU_PID(dev),
+                      "dur", (double)ns / 1e3, "pid", (json_int_t)GPU_PID(t, dev),
                       "tid", (json_int_t)stid, "args", args));
-    flow(t, d, GPU_PID(dev), stid, d->act.start_ns);
+    flow(t, d, GPU_PID(t, dev), stid, d->act.start_ns);
 }
 
 static void on_activity(void *ctx, const struct report_activity *a,
@@ -259,10 +289,10 @@ static void on_activity(void *ctx, const struct report_activity *a,
     emit(t, json_pack("{s:s,s:s,s:s,s:f,s:f,s:I,s:I,s:o}", "name",
                       a->kind ? a->kind : "?", "cat", "activity", "ph", "X",
                       "ts", gpu_us(t, a->start_ns), "dur", (double)ns / 1e3,
-                      "pid", (json_int_t)GPU_PID(dev), "tid", (json_int_t)tid,
+                      "pid", (json_int_t)GPU_PID(t, dev), "tid", (json_int_t)tid,
                       "args", args));
     if (d)
-        flow(t, d, GPU_PID(dev), tid, a->start_ns);
+        flow(t, d, GPU_PID(t, dev), tid, a->start_ns);
 }
 
 static void on_event(void *ctx, const struct report_event *e)
@@ -283,15 +313,85 @@ static void on_event(void *ctx, const struct report_event *e)
     emit(t, json_pack("{s:s,s:s,s:s,s:s,s:f,s:I,s:I,s:o}", "name",
                       e->what ? e->what : "event", "cat", "event", "ph", "i",
                       "s", "t", "ts", host_us(t, e->t_ns), "pid",
-                      (json_int_t)HOST_PID, "tid", (json_int_t)0, "args", args));
+                      (json_int_t)t->host_pid, "tid", (json_int_t)0, "args", args));
 }
 
-struct report_trace *report_trace_new(FILE *f, struct report_visitor *v)
+/* ---- the trace's zero: a first pass over the logs ---- */
+
+struct base_scan {
+    int64_t *base;
+    int64_t clock_ns, cupti_ns;
+};
+
+static void lower(struct base_scan *b, int64_t ns)
+{
+    if (ns < *b->base)
+        *b->base = ns;
+}
+
+static void base_header(void *ctx, const struct report_info *in, int segment, bool has_align,
+                        int64_t clock_ns, int64_t cupti_ns)
+{
+    (void)in, (void)segment;
+    struct base_scan *b = ctx;
+    b->clock_ns = has_align ? clock_ns : 0;
+    b->cupti_ns = has_align ? cupti_ns : 0;
+    if (has_align)
+        lower(b, clock_ns);
+}
+
+/* A CUPTI time on the shim's clock (saturating: a nonsense value of a log
+ * must not wrap). */
+static int64_t on_host_clock(const struct base_scan *b, int64_t cupti_time)
+{
+    bool sat = false;
+    return report_add(report_sub(cupti_time, b->cupti_ns, &sat), b->clock_ns, &sat);
+}
+
+static void base_decision(void *ctx, const struct report_decision *d)
+{
+    struct base_scan *b = ctx;
+    if (d->has_t)
+        lower(b, d->t_ns);
+    if (d->act.kinds && d->act.has_span)
+        lower(b, on_host_clock(b, d->act.start_ns));
+}
+
+static void base_activity(void *ctx, const struct report_activity *a,
+                          const struct report_decision *d)
+{
+    (void)d;
+    struct base_scan *b = ctx;
+    if (a->has_span)
+        lower(b, on_host_clock(b, a->start_ns));
+}
+
+static void base_event(void *ctx, const struct report_event *e)
+{
+    struct base_scan *b = ctx;
+    if (e->has_t)
+        lower(b, e->t_ns);
+}
+
+void report_trace_base_visitor(struct report_visitor *v, int64_t *base)
+{
+    static _Thread_local struct base_scan scan;
+    scan = (struct base_scan){base, 0, 0};
+    memset(v, 0, sizeof *v);
+    v->ctx = &scan;
+    v->header = base_header;
+    v->decision = base_decision;
+    v->activity = base_activity;
+    v->event = base_event;
+}
+
+struct report_trace *report_trace_new(FILE *f, struct report_visitor *v, int64_t base_ns)
 {
     struct report_trace *t = calloc(1, sizeof *t);
     if (!t)
         return NULL;
     t->f = f;
+    t->base_ns = base_ns;
     t->first = true;
     t->aligned = true;
     memset(v, 0, sizeof *v);

@@ -248,29 +248,3 @@ bool run_env_find_library(char *out, size_t len)
                    SHIM_FILE, tried);
     return false;
 }
-
-bool run_env_expand_pid(const char *pattern, pid_t pid, char *out, size_t len)
-{
-    size_t used = 0;
-    for (const char *p = pattern; *p; p++) {
-        char piece[32];
-        const char *add = piece;
-        if (p[0] == '%' && p[1] == 'p') {
-            snprintf(piece, sizeof piece, "%ld", (long)pid);
-            p++;
-        } else if (p[0] == '%' && p[1] == '%') {
-            add = "%";
-            p++;
-        } else {
-            piece[0] = *p;
-            piece[1] = '\0';
-        }
-        size_t n = strlen(add);
-        if (used + n >= len)
-            return false;
-        memcpy(out + used, add, n);
-        used += n;
-    }
-    out[used] = '\0';
-    return true;
-}

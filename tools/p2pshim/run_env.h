@@ -59,8 +59,4 @@ bool run_env_build_preload(struct run_env *e, const char *lib, const char *exist
  * naming the places tried, when none has it. */
 bool run_env_find_library(char *out, size_t len);
 
-/* Expands a P2PSHIM_RUN_LOG pattern as the shim does: %p is the pid, %%
- * is %, any other % stays. False if out is too small. */
-bool run_env_expand_pid(const char *pattern, pid_t pid, char *out, size_t len);
-
 #endif
