@@ -240,12 +240,13 @@ static int rounds_mode(int rounds)
         unsigned sum = 0;
         for (size_t i = 0; i < n; i += 64)
             sum += (unsigned char)p[i];
+        uintptr_t at = (uintptr_t)p;
         if (r == 0)
-            first = (uintptr_t)p;
+            first = at;
         free(p);
         long f = minor_faults() - f0;
         total += f;
-        say("round %d offset %+ld sum %u", r, (long)((uintptr_t)p - first), sum);
+        say("round %d offset %+ld sum %u", r, (long)(at - first), sum);
         if (show_faults)
             say(" faults %ld", f);
         say("\n");
