@@ -9,17 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define P2PSHIM_CHECK_CU
+#include "check.h"
+
 #define N ((size_t)4 << 20)
 
-#define CK(call)                                                              \
-    do {                                                                      \
-        CUresult r_ = (call);                                                 \
-        if (r_ != CUDA_SUCCESS) {                                             \
-            fprintf(stderr, "FAIL %s:%d: %s returned %d\n", __FILE__, __LINE__, #call, \
-                    (int)r_);                                                 \
-            exit(1);                                                          \
-        }                                                                     \
-    } while (0)
+#define CK(call) CHECK_CU(call)
 
 static uint64_t fnv(const unsigned char *p, size_t n)
 {
