@@ -448,6 +448,12 @@ bool ownership_add(const struct owner_info *info)
     return true;
 }
 
+void ownership_warm_thread(void)
+{
+    if (tls_cache == NULL)
+        tls_cache = thread_cache_get(&lookup_caches, (void **)&tls_cache);
+}
+
 bool ownership_lookup(uintptr_t addr, struct owner_info *out)
 {
     struct lookup_cache none, *c = tls_cache;

@@ -76,6 +76,9 @@ bool ownership_handle_remove(uint64_t handle);
 
 /* pthread_atfork handlers: hold every lock across fork so a child never
  * inherits one held by a thread that does not exist there. */
+/* Makes this thread's lookup cache now (the shim's start), not at its
+ * first copy. */
+void ownership_warm_thread(void);
 void ownership_fork_prepare(void);
 void ownership_fork_release(void);
 

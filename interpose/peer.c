@@ -115,6 +115,12 @@ struct view_cache {
 static _Thread_local struct view_cache *view_cache;
 static struct thread_cache view_caches = THREAD_CACHE_INIT(sizeof(struct view_cache));
 
+void peer_warm_thread(void)
+{
+    if (view_cache == NULL)
+        view_cache = thread_cache_get(&view_caches, (void **)&view_cache);
+}
+
 void peer_view(CUcontext from_ctx, int from_dev, CUcontext to_ctx, int to_dev,
                struct route_link *out)
 {

@@ -39,6 +39,9 @@ void peer_forget_device(int dev);
 void peer_forget_ctx(CUcontext ctx);
 
 /* pthread_atfork handlers (as ownership_fork_*). */
+/* Makes this thread's view cache now (the shim's start), not at its
+ * first copy. */
+void peer_warm_thread(void);
 void peer_fork_prepare(void);
 void peer_fork_release(void);
 

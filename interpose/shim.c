@@ -24,12 +24,14 @@ static _Thread_local int guard_depth;
  * no run log is open. */
 static const struct shim_module peer_row = {
     .name = "peer",
+    .at_start = peer_warm_thread,
     .fork_prepare = peer_fork_prepare,
     .fork_parent = peer_fork_release,
     .fork_child = peer_fork_release,
 };
 static const struct shim_module ownership_row = {
     .name = "ownership",
+    .at_start = ownership_warm_thread,
     .fork_prepare = ownership_fork_prepare,
     .fork_parent = ownership_fork_release,
     .fork_child = ownership_fork_release,
@@ -58,11 +60,13 @@ static _Atomic unsigned startup_rows;
 static bool started; /* under table_mu */
 static pthread_mutex_t table_mu = PTHREAD_MUTEX_INITIALIZER;
 
-enum column { FORK_PREPARE, FORK_PARENT, FORK_CHILD, AT_EXIT, REPORT, RESET };
+enum column { AT_START, FORK_PREPARE, FORK_PARENT, FORK_CHILD, AT_EXIT, REPORT, RESET };
 
 static void (*column_of(const struct shim_module *m, enum column c))(void)
 {
     switch (c) {
+    case AT_START:
+        return m->at_start;
     case FORK_PREPARE:
         return m->fork_prepare;
     case FORK_PARENT:
@@ -168,14 +172,15 @@ LATE_HANDLERS(SHIM_ROW_THREAD_ID)
 LATE_HANDLERS(SHIM_ROW_STATS)
 LATE_HANDLERS(SHIM_ROW_ALLOC)
 LATE_HANDLERS(SHIM_ROW_BOUNCE_SUMMARY)
+LATE_HANDLERS(SHIM_ROW_BOUNCE_WARM)
 static const struct handlers late[SHIM_ROW_COUNT] = {
     LATE_ENTRY(SHIM_ROW_BOUNCE),         LATE_ENTRY(SHIM_ROW_PEER),
     LATE_ENTRY(SHIM_ROW_OWNERSHIP),      LATE_ENTRY(SHIM_ROW_RECORD),
     LATE_ENTRY(SHIM_ROW_THREAD_ID),      LATE_ENTRY(SHIM_ROW_STATS),
     LATE_ENTRY(SHIM_ROW_ALLOC),
-    LATE_ENTRY(SHIM_ROW_BOUNCE_SUMMARY),
+    LATE_ENTRY(SHIM_ROW_BOUNCE_SUMMARY), LATE_ENTRY(SHIM_ROW_BOUNCE_WARM),
 };
-_Static_assert(SHIM_ROW_COUNT == 8, "one LATE_HANDLERS and LATE_ENTRY per row");
+_Static_assert(SHIM_ROW_COUNT == 9, "one LATE_HANDLERS and LATE_ENTRY per row");
 
 static bool has_handlers(const struct shim_module *m)
 {
@@ -231,6 +236,8 @@ static void init_once_body(void)
         record_open(config->run_log_pattern, p2pshim_mode_names[config->mode],
                     config->record_limit);
     start_table();
+    if (config->mode != P2PSHIM_MODE_OFF)
+        run_startup(AT_START, false);
 }
 
 void shim_init(void)

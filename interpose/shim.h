@@ -37,6 +37,7 @@ const struct p2pshim_config *shim_config(void);
  *   SHIM_ROW_ALLOC           the shim's own memory (shim_alloc.c): its lock,
  *                            taken last (the rows above allocate under theirs)
  *   SHIM_ROW_BOUNCE_SUMMARY  the bounce module's summary line, after them
+ *   SHIM_ROW_BOUNCE_WARM     the bounce module's tables, touched at start only
  *
  * fork_prepare runs top to bottom; fork_parent and fork_child bottom to top
  * (locks are released in the reverse of the order taken), then every
@@ -57,6 +58,9 @@ const struct p2pshim_config *shim_config(void);
  * the start-up rows, so the table's order holds. */
 struct shim_module {
     const char *name;
+    void (*at_start)(void);     /* the process's first CUDA call, in its thread: memory the
+                                 * module's first copy would touch is touched now, so
+                                 * that no copy pays its first page faults */
     void (*fork_prepare)(void); /* take the module's locks */
     void (*fork_parent)(void);  /* release them */
     void (*fork_child)(void);   /* release or re-create them; forget the parent's state */
@@ -74,6 +78,7 @@ enum shim_row {
     SHIM_ROW_STATS,
     SHIM_ROW_ALLOC,
     SHIM_ROW_BOUNCE_SUMMARY,
+    SHIM_ROW_BOUNCE_WARM,
     SHIM_ROW_COUNT
 };
 

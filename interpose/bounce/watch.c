@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "bounce_int.h"
 #include "config.h"
@@ -59,6 +60,29 @@ static void register_summary(void)
 void bounce_register_summary(void)
 {
     pthread_once(&summary_once, register_summary);
+}
+
+/* The shim's start (its row's at_start): the predictor's table and the
+ * counters a first candidate writes are touched now, in the CUDA process
+ * only, so that its first large D2H does not pay their first page
+ * faults. Zero stays zero. */
+static void warm(void)
+{
+    const struct p2pshim_config *cfg = config_get();
+    if (cfg->mode != P2PSHIM_MODE_UPGRADE || cfg->bounce == P2PSHIM_BOUNCE_OFF)
+        return;
+    pthread_mutex_lock(&watch_mu);
+    memset(&table, 0, sizeof table);
+    pthread_mutex_unlock(&watch_mu);
+    atomic_fetch_add_explicit(&bst_candidates, 0, memory_order_relaxed);
+}
+
+/* Registered when the library loads (one store): the row runs at the
+ * shim's start, in CUDA processes only. */
+__attribute__((constructor)) static void register_warm(void)
+{
+    static const struct shim_module row = {.name = "bounce-warm", .at_start = warm};
+    shim_register(SHIM_ROW_BOUNCE_WARM, &row);
 }
 
 enum predict_verdict evidence_d2h(uintptr_t host, size_t bytes, CUdeviceptr src, int dev)

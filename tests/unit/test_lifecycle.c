@@ -51,6 +51,7 @@ STAND_IN(record_fork_child, "Rc ")
 STAND_IN(record_flush_final, "Rx ")
 STAND_IN(stats_report, "Tr ")
 STAND_IN(stats_reset, "Tz ")
+STAND_IN(peer_warm_thread, "Pw ")
 
 void record_open(const char *pattern, const char *mode, size_t limit)
 {
@@ -58,10 +59,18 @@ void record_open(const char *pattern, const char *mode, size_t limit)
     mark("Ro "); /* no run log is configured here: never */
 }
 
-static const struct shim_module early = {"early",    early_prepare, early_parent, early_child,
-                                         early_exit, early_report,  early_reset};
-static const struct shim_module late = {"late",    late_prepare, late_parent, late_child,
-                                        late_exit, NULL,         NULL};
+static const struct shim_module early = {.name = "early",
+                                         .fork_prepare = early_prepare,
+                                         .fork_parent = early_parent,
+                                         .fork_child = early_child,
+                                         .at_exit = early_exit,
+                                         .report = early_report,
+                                         .reset = early_reset};
+static const struct shim_module late = {.name = "late",
+                                        .fork_prepare = late_prepare,
+                                        .fork_parent = late_parent,
+                                        .fork_child = late_child,
+                                        .at_exit = late_exit};
 static const struct shim_module summary = {.name = "summary",
                                            .report = summary_report,
                                            .reset = summary_reset};
@@ -83,6 +92,9 @@ int main(void)
     atexit(check_exit_order);
     shim_register(SHIM_ROW_THREAD_ID, &early);
     shim_init();
+    /* at_start: the start-up rows' columns (peer's here) ran in shim_init. */
+    CHECK_MSG(strcmp(trace, "Pw ") == 0, "start \"%s\", want \"Pw \"", trace);
+    trace[0] = '\0';
     shim_register(SHIM_ROW_BOUNCE, &late);
     shim_register(SHIM_ROW_BOUNCE, &intruder); /* a place is taken once */
     shim_register(SHIM_ROW_BOUNCE_SUMMARY, &summary);
