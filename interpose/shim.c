@@ -43,6 +43,7 @@ static const struct shim_module record_row = {
 };
 static const struct shim_module stats_row = {
     .name = "stats",
+    .at_start = stats_warm,
     .report = stats_report,
     .reset = stats_reset,
 };

@@ -11,6 +11,9 @@
 
 /* Counts one copy (or batch element). src/dst are ordinals (ignored for
  * reasons that are not cross-GPU). */
+/* The shim's start: touches the counters a same-device or host copy
+ * writes (lifecycle at_start). */
+void stats_warm(void);
 void stats_count(int src_dev, int dst_dev, enum route_reason reason, size_t bytes);
 
 /* Counts one event of the shim's own: a peer enable done or failed. */

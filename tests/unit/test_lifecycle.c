@@ -52,6 +52,7 @@ STAND_IN(record_flush_final, "Rx ")
 STAND_IN(stats_report, "Tr ")
 STAND_IN(stats_reset, "Tz ")
 STAND_IN(peer_warm_thread, "Pw ")
+STAND_IN(stats_warm, "Tw ")
 
 void record_open(const char *pattern, const char *mode, size_t limit)
 {
@@ -92,8 +93,9 @@ int main(void)
     atexit(check_exit_order);
     shim_register(SHIM_ROW_THREAD_ID, &early);
     shim_init();
-    /* at_start: the start-up rows' columns (peer's here) ran in shim_init. */
-    CHECK_MSG(strcmp(trace, "Pw ") == 0, "start \"%s\", want \"Pw \"", trace);
+    /* at_start: the start-up rows' columns (peer's, stats') ran in shim_init,
+     * top to bottom. */
+    CHECK_MSG(strcmp(trace, "Pw Tw ") == 0, "start \"%s\", want \"Pw Tw \"", trace);
     trace[0] = '\0';
     shim_register(SHIM_ROW_BOUNCE, &late);
     shim_register(SHIM_ROW_BOUNCE, &intruder); /* a place is taken once */
