@@ -518,6 +518,11 @@ void record_fork_child(void)
     if (log_fd >= 0)
         close(log_fd);
     log_fd = -1;
+    /* The parent's writer may have been mid-line (its header waits on the
+     * driver for device names): nothing it had built is the child's. */
+    writer_buf.used = 0;
+    final_buf.used = 0;
+    header_written = false;
     child_log_pending = true; /* opened by its first record (drain) */
 }
 

@@ -416,3 +416,24 @@ __attribute__((destructor)) static void sd_fini(void)
     sd_teardown_all();
     pthread_mutex_unlock(&sd_mu);
 }
+
+/* A fork while another thread is inside the stand-in (the shim's run-log
+ * writer asking for device names, say) must not leave the child's copy of
+ * the lock held by a thread the child does not have: the lock is taken
+ * around fork, as a library that is fork-safe does. Registered when the
+ * library loads, before the shim's handlers: those run first at a fork,
+ * and may still call in. */
+static void sd_fork_prepare(void)
+{
+    pthread_mutex_lock(&sd_mu);
+}
+
+static void sd_fork_release(void)
+{
+    pthread_mutex_unlock(&sd_mu);
+}
+
+__attribute__((constructor)) static void sd_fork_register(void)
+{
+    pthread_atfork(sd_fork_prepare, sd_fork_release, sd_fork_release);
+}
