@@ -58,15 +58,9 @@ static void host_end(struct copy_end *e)
 
 static uint8_t record_kind_of(const struct route_end *e)
 {
-    static const uint8_t map[MEM_KIND_COUNT] = {
-        [MEM_KIND_DEVICE] = RECORD_KIND_DEVICE,   [MEM_KIND_POOL] = RECORD_KIND_POOL,
-        [MEM_KIND_VMM] = RECORD_KIND_MAPPED,      [MEM_KIND_MANAGED] = RECORD_KIND_MANAGED,
-        [MEM_KIND_HOST_PINNED] = RECORD_KIND_PINNED,
-        [MEM_KIND_HOST_REGISTERED] = RECORD_KIND_REGISTERED,
-    };
     if (!e->known || (unsigned)e->kind >= MEM_KIND_COUNT)
-        return RECORD_KIND_UNKNOWN;
-    return map[e->kind];
+        return RECORD_END_UNKNOWN;
+    return (uint8_t)e->kind;
 }
 
 /* CUPTI, when wanted, starts before this call's first record or event, so
@@ -113,9 +107,10 @@ static void decide_and_act(struct copy_call *call, struct copy_end *src,
     enum record_action action = RECORD_PASS;
     enum route_reason counted = d.reason;
     if (cfg->mode == P2PSHIM_MODE_OBSERVE) {
-        action = d.action == ROUTE_ENABLE_THEN_PASS ? RECORD_WOULD_ENABLE : RECORD_PASS_OBSERVED;
+        /* The run log and the exit summary both say "would upgrade". */
+        action = d.action == ROUTE_ENABLE_THEN_PASS ? RECORD_WOULD_UPGRADE : RECORD_PASS_OBSERVED;
         if (d.action == ROUTE_ENABLE_THEN_PASS)
-            counted = ROUTE_OBSERVED;
+            counted = d.reason = ROUTE_OBSERVED;
     } else if (d.action == ROUTE_ENABLE_THEN_PASS) {
         counted = d.reason = upgrade_enable(&d, src, dst);
         action = d.reason == ROUTE_UPGRADED ? RECORD_ENABLE_THEN_PASS : RECORD_PASS;

@@ -137,15 +137,12 @@ static struct handle_entry *handles;    /* uthash head */
 const char *mem_kind_name(enum mem_kind kind)
 {
     static const char *const names[MEM_KIND_COUNT] = {
-        [MEM_KIND_DEVICE] = "device",
-        [MEM_KIND_POOL] = "pool",
-        [MEM_KIND_VMM] = "vmm",
-        [MEM_KIND_MANAGED] = "managed",
-        [MEM_KIND_HOST_PINNED] = "host-pinned",
-        [MEM_KIND_HOST_REGISTERED] = "host-registered",
+#define P2PSHIM_MEM_KIND_NAME(id, name) name,
+        LOG_END_KINDS(P2PSHIM_MEM_KIND_NAME)
+#undef P2PSHIM_MEM_KIND_NAME
     };
     if ((unsigned)kind >= MEM_KIND_COUNT)
-        return "unknown";
+        return LOG_END_UNKNOWN_NAME;
     return names[kind];
 }
 

@@ -17,13 +17,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "log_vocab.def"
+
+/* The kinds (log_vocab.def's LOG_END_KINDS, whose names the run log and
+ * mem_kind_name use). */
 enum mem_kind {
-    MEM_KIND_DEVICE = 0,     /* cuMemAlloc, cuMemAllocPitch */
-    MEM_KIND_POOL,           /* cuMemAllocAsync, cuMemAllocFromPoolAsync */
-    MEM_KIND_VMM,            /* cuMemMap of a cuMemCreate handle */
-    MEM_KIND_MANAGED,        /* cuMemAllocManaged */
-    MEM_KIND_HOST_PINNED,    /* cuMemAllocHost, cuMemHostAlloc */
-    MEM_KIND_HOST_REGISTERED,/* cuMemHostRegister */
+#define P2PSHIM_MEM_KIND_ENUM(id, name) MEM_KIND_##id,
+    LOG_END_KINDS(P2PSHIM_MEM_KIND_ENUM)
+#undef P2PSHIM_MEM_KIND_ENUM
     MEM_KIND_COUNT
 };
 

@@ -26,7 +26,7 @@
 enum entry_type { ENTRY_DECISION = 1, ENTRY_EVENT, ENTRY_ACTIVITY };
 
 struct event_entry {
-    const char *what;       /* static strings only */
+    enum log_event what;
     int from, to;
     uint64_t t_ns, duration_ns;
     char detail[40];
@@ -153,7 +153,7 @@ void record_add(const struct decision_record *r)
     enqueue(&e);
 }
 
-void record_event(const char *what, int from, int to, uint64_t duration_ns,
+void record_event(enum log_event what, int from, int to, uint64_t duration_ns,
                   const char *detail)
 {
     struct entry e;
@@ -217,16 +217,21 @@ static void out_printf(struct outbuf *o, const char *fmt, ...)
                                                          : sizeof o->data - o->used - 1;
 }
 
-static const char *const action_names[] = {"pass",          "enable-then-pass",
-                                           "would-enable",  "pass-observed",
-                                           "bounce-snapshot", "bounce-served"};
-static const char *const kind_names[] = {"device", "pool", "mapped", "managed",
-                                         "pinned", "registered", "unknown"};
+static const char *const action_names[RECORD_ACTION_COUNT] = {
+#define P2PSHIM_ACTION_NAME(id, name) name,
+    LOG_ACTIONS(P2PSHIM_ACTION_NAME)
+#undef P2PSHIM_ACTION_NAME
+};
+
+static const char *const event_names[LOG_EVENT_COUNT] = {
+#define P2PSHIM_EVENT_NAME(id, name) name,
+    LOG_EVENTS(P2PSHIM_EVENT_NAME)
+#undef P2PSHIM_EVENT_NAME
+};
 
 static void write_end(struct outbuf *o, int dev, unsigned kind)
 {
-    out_printf(o, "{\"dev\":%d,\"kind\":\"%s\"}", dev,
-               kind < sizeof kind_names / sizeof kind_names[0] ? kind_names[kind] : "unknown");
+    out_printf(o, "{\"dev\":%d,\"kind\":\"%s\"}", dev, mem_kind_name((enum mem_kind)kind));
 }
 
 /* A string member, "name":"text" (json_text.h): a value that is not valid
@@ -264,7 +269,7 @@ static void write_entry(struct outbuf *o, const struct entry *e)
         write_end(o, r->dst_dev, r->dst_kind);
         out_printf(o, ",\"bytes\":%llu,\"stream\":\"0x%llx\",\"action\":\"%s\",\"reason\":\"%s\"}\n",
                    (unsigned long long)r->bytes, (unsigned long long)r->stream,
-                   r->action < sizeof action_names / sizeof action_names[0]
+                   r->action < RECORD_ACTION_COUNT
                        ? action_names[r->action]
                        : "?",
                    route_reason_name((enum route_reason)r->reason));
@@ -273,8 +278,9 @@ static void write_entry(struct outbuf *o, const struct entry *e)
         const struct event_entry *v = &e->u.event;
         out_printf(o, "{\"type\":\"event\",\"t_ns\":%llu,\"what\":\"%s\",\"from\":%d,\"to\":%d,"
                       "\"ok\":%s,\"duration_ns\":%llu",
-                   (unsigned long long)v->t_ns, v->what, v->from, v->to,
-                   strcmp(v->what, "peer-enable") == 0 ? "true" : "false",
+                   (unsigned long long)v->t_ns,
+                   (unsigned)v->what < LOG_EVENT_COUNT ? event_names[v->what] : "?", v->from,
+                   v->to, v->what == LOG_EVENT_PEER_ENABLE ? "true" : "false",
                    (unsigned long long)v->duration_ns);
         if (v->detail[0]) {
             out_printf(o, ",");
@@ -565,7 +571,7 @@ void record_set_cupti_state(const char *state)
         snprintf(cupti_state, sizeof cupti_state, "%s", state);
     pthread_mutex_unlock(&drain_lock);
     if (late)
-        record_event("cupti-unavailable", -1, -1, 0, state);
+        record_event(LOG_EVENT_CUPTI_UNAVAILABLE, -1, -1, 0, state);
 }
 
 void record_flush_final(void)

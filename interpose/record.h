@@ -17,28 +17,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "log_vocab.h"
+#include "ownership.h"
 #include "route.h"
 
-/* What happened to the copy (LOG_FORMAT.md "action"). */
+/* What happened to the copy (log_vocab.def's LOG_ACTIONS). */
 enum record_action {
-    RECORD_PASS = 0,
-    RECORD_ENABLE_THEN_PASS,
-    RECORD_WOULD_ENABLE,    /* observe mode: upgrade would have enabled */
-    RECORD_PASS_OBSERVED,   /* observe mode: nothing to do */
-    RECORD_BOUNCE_SNAPSHOT, /* a D2H the shim served with a device snapshot */
-    RECORD_BOUNCE_SERVED,   /* an H2D the shim served (partly) from snapshots */
+#define P2PSHIM_ACTION_ENUM(id, name) RECORD_##id,
+    LOG_ACTIONS(P2PSHIM_ACTION_ENUM)
+#undef P2PSHIM_ACTION_ENUM
+    RECORD_ACTION_COUNT
 };
 
-/* An end of a copy: a device ordinal, or -1 with a host kind. */
-enum record_kind {
-    RECORD_KIND_DEVICE = 0,
-    RECORD_KIND_POOL,
-    RECORD_KIND_MAPPED,
-    RECORD_KIND_MANAGED,
-    RECORD_KIND_PINNED,
-    RECORD_KIND_REGISTERED,
-    RECORD_KIND_UNKNOWN,
-};
+/* An end of a copy: a device ordinal, or -1 with a host kind; the kind is
+ * an enum mem_kind, or this for memory the driver does not know. */
+enum { RECORD_END_UNKNOWN = MEM_KIND_COUNT };
 
 struct decision_record {
     uint64_t id;       /* CUPTI copy records are joined to it */
@@ -48,7 +41,7 @@ struct decision_record {
     uint32_t tid;
     uint16_t api;      /* enum hook_id */
     int8_t src_dev, dst_dev;
-    uint8_t src_kind, dst_kind;  /* enum record_kind */
+    uint8_t src_kind, dst_kind;  /* enum mem_kind or RECORD_END_UNKNOWN */
     uint8_t action;    /* enum record_action */
     uint8_t reason;    /* enum route_reason */
 };
@@ -63,10 +56,9 @@ uint64_t record_next_id(void);
 /* Queues one record (its id from record_next_id). Never blocks. */
 void record_add(const struct decision_record *r);
 
-/* Queues an "event" line (LOG_FORMAT.md): what in {"peer-enable",
- * "peer-enable-failed", "cupti-unavailable"}; from/to are devices or -1;
- * detail is a short string or NULL. */
-void record_event(const char *what, int from, int to, uint64_t duration_ns,
+/* Queues an "event" line (LOG_FORMAT.md): what is one of log_vocab.def's
+ * LOG_EVENTS; from/to are devices or -1; detail is a short string or NULL. */
+void record_event(enum log_event what, int from, int to, uint64_t duration_ns,
                   const char *detail);
 
 /* Queues an "activity" line joined to decision `decision` (CUPTI).

@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "config.h"
+#include "log_vocab.h"
 #include "ownership.h"
 
 enum route_action {
@@ -16,40 +17,22 @@ enum route_action {
     ROUTE_ENABLE_THEN_PASS,  /* enable peer access, then call the original */
 };
 
-/* Why. The first group is not a cross-GPU copy at all and is not counted
- * per device pair; the rest are. Keep route_reason_name in step. */
-#define ROUTE_REASONS(X)                                                     \
-    X(NOT_CROSS_HOST, "host-memory")                                         \
-    X(NOT_CROSS_SAME_DEVICE, "same-device")                                  \
-    X(NOT_CROSS_UNKNOWN, "unknown-pointer")                                  \
-    X(UPGRADED, "upgraded")                                                  \
-    X(ALREADY_UPGRADED, "shim-access")                                       \
-    X(APP_PEER, "app-enabled-peer")                                          \
-    X(MODE_OFF, "mode-off")                                                  \
-    X(DEVICE_OUT_OF_RANGE, "device-out-of-range")                            \
-    X(MANAGED, "managed-memory")                                             \
-    X(POOL, "pool-memory")                                                   \
-    X(VMM, "mapped-memory")                                                  \
-    X(PAIR_EXCLUDED, "pair-excluded")                                        \
-    X(BELOW_MIN_BYTES, "below-min-bytes")                                    \
-    X(NO_PEER_CAPABILITY, "cannot-peer")                                     \
-    X(ENABLE_FAILED, "enable-failed")                                        \
-    X(SHIM_ERROR, "shim-error")                                              \
-    X(OBSERVED, "observe-would-upgrade")
-
+/* Why: log_vocab.def's LOG_REASONS, each with its class. */
 enum route_reason {
-#define P2PSHIM_REASON_ENUM(id, name) ROUTE_##id,
-    ROUTE_REASONS(P2PSHIM_REASON_ENUM)
+#define P2PSHIM_REASON_ENUM(id, name, class) ROUTE_##id,
+    LOG_REASONS(P2PSHIM_REASON_ENUM)
 #undef P2PSHIM_REASON_ENUM
     ROUTE_REASON_COUNT
 };
 
 const char *route_reason_name(enum route_reason reason);
+/* The reason's class (LOG_CLASS_OTHER for a value out of range). */
+enum log_reason_class route_reason_class(enum route_reason reason);
 
 /* true for reasons under which the copy rides the peer link thanks to the
- * shim (counted as upgraded). */
+ * shim (counted as upgraded): class LOG_CLASS_UPGRADE. */
 bool route_reason_is_upgrade(enum route_reason reason);
-/* true for reasons that are not a cross-GPU copy. */
+/* true for reasons that are not a cross-GPU copy: class LOG_CLASS_LOCAL. */
 bool route_reason_is_local(enum route_reason reason);
 
 /* One end of a copy as the ownership layer sees it. */

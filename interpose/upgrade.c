@@ -52,7 +52,7 @@ enum route_reason upgrade_enable(const struct route_decision *d, const struct co
     nvtx_mark("p2pshim: %s peer access %d->%d", ok ? "enabled" : "fallback,",
               from->route.device, to->route.device);
     if (record_enabled())
-        record_event(ok ? "peer-enable" : "peer-enable-failed", from->route.device,
+        record_event(ok ? LOG_EVENT_PEER_ENABLE : LOG_EVENT_PEER_ENABLE_FAILED, from->route.device,
                      to->route.device, record_now_ns() - t0, NULL);
     if (ok)
         return ROUTE_UPGRADED;

@@ -3,8 +3,9 @@
  * CHECK(cond) reports the file, line and condition of a check that fails
  * and counts it; the program goes on (a test reports every failure) and
  * ends with `return check_report();`, non-zero after any failure.
- * CHECK_MSG(cond, fmt, ...) says more. REQUIRE(cond) ends the program at
- * once: for a check whose failure makes the rest meaningless or unsafe.
+ * CHECK_MSG(cond, fmt, ...) says more; CHECK_STR(got, want) compares two
+ * strings and shows both. REQUIRE(cond) ends the program at once: for a
+ * check whose failure makes the rest meaningless or unsafe.
  * CHECK_CU(call) and CHECK_CUDA(call) require a driver or runtime call to
  * succeed (define P2PSHIM_CHECK_CU or P2PSHIM_CHECK_CUDA after including
  * the matching CUDA header, before this one). */
@@ -13,8 +14,16 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+/* A program of several files defines P2PSHIM_CHECK_SHARED_COUNT before
+ * including this in each, and `int check_failures;` in one of them, so
+ * that every file's checks count in one place. */
+#ifdef P2PSHIM_CHECK_SHARED_COUNT
+extern int check_failures;
+#else
 static int check_failures;
+#endif
 
 static inline int check_report(void)
 {
@@ -39,6 +48,17 @@ static inline int check_report(void)
             fprintf(stderr, "\n");                                                    \
             check_failures++;                                                         \
         }                                                                             \
+    } while (0)
+
+/* CHECK_STR(got, want): two strings equal; says both when not. */
+#define CHECK_STR(got, want)                                                 \
+    do {                                                                     \
+        const char *g_ = (got), *w_ = (want);                                \
+        if (strcmp(g_, w_) != 0) {                                           \
+            fprintf(stderr, "%s:%d: got \"%s\", want \"%s\"\n", __FILE__,    \
+                    __LINE__, g_, w_);                                       \
+            check_failures++;                                                    \
+        }                                                                    \
     } while (0)
 
 #define REQUIRE(cond)                                                                 \

@@ -217,6 +217,42 @@ static bool lazy_d2h(const struct copy_call *call, bool sync, uintptr_t h, CUdev
     return true;
 }
 
+/* The eager snapshot's set-up: the record, its buffer on the source's
+ * GPU, linked, its range registered for write-protection (handed-over
+ * pages are registered already). NULL when any of it cannot be had, with
+ * handed-over pages unregistered. */
+static struct snap *eager_snap_new(uintptr_t h, CUdeviceptr dev, size_t n, int sdev,
+                                   CUcontext ctx, bool dma, bool handed)
+{
+    struct snap *s = new_snap(h, n, dev, false, dma);
+    if (s == NULL) {
+        if (handed)
+            uffd_unregister((h + bounce_page - 1) & ~(uintptr_t)(bounce_page - 1),
+                            ((h + n) & ~(uintptr_t)(bounce_page - 1)) -
+                                ((h + bounce_page - 1) & ~(uintptr_t)(bounce_page - 1)));
+        return NULL;
+    }
+    s->gen = atomic_load_explicit(&bounce_work_gen, memory_order_relaxed);
+    uintptr_t rlo = s->reg_lo;
+    size_t rlen = s->reg_hi - s->reg_lo;
+    if (!bgpu_buffer_get(sdev, ctx, n, &s->buf)) {
+        if (handed)
+            uffd_unregister(rlo, rlen);
+        bounce_snap_free(s);
+        return NULL;
+    }
+    pthread_mutex_lock(&bounce_mu);
+    bounce_link(s);
+    pthread_mutex_unlock(&bounce_mu);
+    if (!handed && !uffd_register(rlo, rlen, false)) {
+        LOG_DEBUG("bounce: host memory at %#lx refuses write-protection: no eager snapshot",
+                  (unsigned long)h);
+        discard(s, false);
+        return NULL;
+    }
+    return s;
+}
+
 /* Eager: the D2H runs as usual and a snapshot is kept; the range is
  * write-protected so that CPU writes mark pages dirty. Pinned memory (dma)
  * is written by DMA, which ignores the protection: an async copy is
@@ -228,32 +264,11 @@ static bool eager_d2h(const struct copy_call *call, bool sync, uintptr_t h, CUde
                       size_t n, int sdev, CUcontext ctx, bool dma, bool handed, CUresult *rc)
 {
     double t0 = bounce_now_us();
-    struct snap *s = new_snap(h, n, dev, false, dma);
-    if (s == NULL) {
-        if (handed)
-            uffd_unregister((h + bounce_page - 1) & ~(uintptr_t)(bounce_page - 1),
-                            ((h + n) & ~(uintptr_t)(bounce_page - 1)) -
-                                ((h + bounce_page - 1) & ~(uintptr_t)(bounce_page - 1)));
+    struct snap *s = eager_snap_new(h, dev, n, sdev, ctx, dma, handed);
+    if (s == NULL)
         return false;
-    }
-    s->gen = atomic_load_explicit(&bounce_work_gen, memory_order_relaxed);
     uintptr_t rlo = s->reg_lo;
     size_t rlen = s->reg_hi - s->reg_lo;
-    if (!bgpu_buffer_get(sdev, ctx, n, &s->buf)) {
-        if (handed)
-            uffd_unregister(rlo, rlen);
-        bounce_snap_free(s);
-        return false;
-    }
-    pthread_mutex_lock(&bounce_mu);
-    bounce_link(s);
-    pthread_mutex_unlock(&bounce_mu);
-    if (!handed && !uffd_register(rlo, rlen, false)) {
-        LOG_DEBUG("bounce: host memory at %#lx refuses write-protection: no eager snapshot",
-                  (unsigned long)h);
-        discard(s, false);
-        return false;
-    }
     double t1 = bounce_now_us();
     /* Pinned: the snapshot is taken on the shim's stream while the D2H
      * runs from the source itself (both after the same work, so equal in

@@ -169,7 +169,7 @@ static void record_pieces(const struct piece *pc, int np, int dst_dev)
             continue;
         char detail[24];
         snprintf(detail, sizeof detail, "%zu", (size_t)(pc[i].hi - pc[i].lo));
-        record_event("bounce", pc[i].s->buf.dev, dst_dev, 0, detail);
+        record_event(LOG_EVENT_BOUNCE, pc[i].s->buf.dev, dst_dev, 0, detail);
     }
 }
 

@@ -157,7 +157,7 @@ void watch_h2d(const void *host, size_t bytes, int dst_dev)
     if (record_enabled()) {
         char detail[24];
         snprintf(detail, sizeof detail, "%zu", overlap);
-        record_event("would-bounce", src, dst_dev, 0, detail);
+        record_event(LOG_EVENT_WOULD_BOUNCE, src, dst_dev, 0, detail);
     }
 }
 

@@ -5,7 +5,7 @@ runlog_check.py CASE PROGRAM PRELOAD
   upgrade   P2PSHIM_CUPTI=1: every upgraded cross-GPU decision is joined to
             PTOP activity records only (the copy really went peer-to-peer)
   observe   P2PSHIM_MODE=observe: the program's copies are staged as without
-            the shim, and every cross-GPU decision (would-enable) is joined
+            the shim, and every cross-GPU decision (would-upgrade) is joined
             to its DTOH + HTOD records
   held      the program holds CUPTI first (--hold-cupti, as Nsight Systems
             would): the shim says so in exactly one warning, the header says
@@ -69,7 +69,8 @@ def main():
             fails.append(f"header {header}")
         for d in cross:
             k = kinds.get(d["id"], [])
-            if d["action"] != "would-enable" or set(k) != {"DTOH", "HTOD"}:
+            if d["action"] != "would-upgrade" or d["reason"] != "observe-would-upgrade" \
+                    or set(k) != {"DTOH", "HTOD"}:
                 fails.append(f"decision {d['id']} {d['api']} {d['action']}: activity {k}")
     elif case == "held":
         warnings = [l for l in p.stderr.splitlines() if re.search(r"CUPTI .*another tool", l)]

@@ -14,8 +14,6 @@
 
 #define N ((size_t)4 << 20)
 
-#define CK(call) CHECK_CU(call)
-
 static uint64_t fnv(const unsigned char *p, size_t n)
 {
     uint64_t h = 1469598103934665603ull;
@@ -26,9 +24,9 @@ static uint64_t fnv(const unsigned char *p, size_t n)
 
 static void show(const char *what, CUcontext ctx, CUdeviceptr d, unsigned char *host)
 {
-    CK(cuCtxSetCurrent(ctx));
+    CHECK_CU(cuCtxSetCurrent(ctx));
     memset(host, 0, N);
-    CK(cuMemcpyDtoH(host, d, N));
+    CHECK_CU(cuMemcpyDtoH(host, d, N));
     printf("%-22s %016llx\n", what, (unsigned long long)fnv(host, N));
 }
 
@@ -47,38 +45,38 @@ int main(void)
         return 1;
     for (size_t i = 0; i < N; i++)
         host[i] = (unsigned char)(i * 13 + (i >> 10));
-    CK(cuDevicePrimaryCtxRetain(&c0, 0));
-    CK(cuCtxSetCurrent(c0));
-    CK(cuMemAlloc(&a, N));
-    CK(cuMemAlloc(&b, N));
-    CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-    CK(cuMemcpyHtoD(a, host, N));
+    CHECK_CU(cuDevicePrimaryCtxRetain(&c0, 0));
+    CHECK_CU(cuCtxSetCurrent(c0));
+    CHECK_CU(cuMemAlloc(&a, N));
+    CHECK_CU(cuMemAlloc(&b, N));
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CHECK_CU(cuMemcpyHtoD(a, host, N));
     show("h2d", c0, a, host);
-    CK(cuMemcpyDtoD(b, a, N));
+    CHECK_CU(cuMemcpyDtoD(b, a, N));
     show("d2d same-gpu", c0, b, host);
-    CK(cuMemsetD8(b, 0, N));
-    CK(cuMemcpyDtoDAsync(b, a, N, s));
-    CK(cuStreamSynchronize(s));
+    CHECK_CU(cuMemsetD8(b, 0, N));
+    CHECK_CU(cuMemcpyDtoDAsync(b, a, N, s));
+    CHECK_CU(cuStreamSynchronize(s));
     show("d2d async same-gpu", c0, b, host);
     if (ndev < 2) {
         printf("cross-gpu copies: skipped (1 GPU)\n");
     } else {
-        CK(cuDevicePrimaryCtxRetain(&c1, 1));
-        CK(cuCtxSetCurrent(c1));
-        CK(cuMemAlloc(&r, N));
-        CK(cuMemcpyPeer(r, c1, a, c0, N));
+        CHECK_CU(cuDevicePrimaryCtxRetain(&c1, 1));
+        CHECK_CU(cuCtxSetCurrent(c1));
+        CHECK_CU(cuMemAlloc(&r, N));
+        CHECK_CU(cuMemcpyPeer(r, c1, a, c0, N));
         show("peer 0->1", c1, r, host);
-        CK(cuMemsetD8(r, 0, N));
-        CK(cuMemcpyDtoD(r, b, N));
+        CHECK_CU(cuMemsetD8(r, 0, N));
+        CHECK_CU(cuMemcpyDtoD(r, b, N));
         show("unified d2d 0->1", c1, r, host);
-        CK(cuMemFree(r));
-        CK(cuDevicePrimaryCtxRelease(1));
+        CHECK_CU(cuMemFree(r));
+        CHECK_CU(cuDevicePrimaryCtxRelease(1));
     }
-    CK(cuCtxSetCurrent(c0));
-    CK(cuStreamDestroy(s));
-    CK(cuMemFree(a));
-    CK(cuMemFree(b));
-    CK(cuDevicePrimaryCtxRelease(0));
+    CHECK_CU(cuCtxSetCurrent(c0));
+    CHECK_CU(cuStreamDestroy(s));
+    CHECK_CU(cuMemFree(a));
+    CHECK_CU(cuMemFree(b));
+    CHECK_CU(cuDevicePrimaryCtxRelease(0));
     free(host);
     printf("done\n");
     return 0;

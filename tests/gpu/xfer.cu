@@ -12,14 +12,8 @@
 
 #include "pattern.cuh"
 
-#define CK(call)                                                                \
-    do {                                                                        \
-        cudaError_t e_ = (call);                                                \
-        if (e_ != cudaSuccess) {                                                \
-            fprintf(stderr, "xfer: %s: %s\n", #call, cudaGetErrorString(e_));   \
-            return 1;                                                           \
-        }                                                                       \
-    } while (0)
+#define P2PSHIM_CHECK_CUDA
+#include "../check.h"
 
 static void CUPTIAPI ignore(void *, CUpti_CallbackDomain, CUpti_CallbackId, const void *)
 {
@@ -42,27 +36,27 @@ int main(int argc, char **argv)
     const size_t sizes[] = {64u << 10, 4u << 20, 64u << 20};
     const size_t max = 64u << 20;
     void *a, *b;
-    CK(cudaSetDevice(1));
-    CK(cudaMalloc(&b, max));
-    CK(cudaSetDevice(0));
-    CK(cudaMalloc(&a, max));
+    CHECK_CUDA(cudaSetDevice(1));
+    CHECK_CUDA(cudaMalloc(&b, max));
+    CHECK_CUDA(cudaSetDevice(0));
+    CHECK_CUDA(cudaMalloc(&a, max));
     unsigned long long bad = 0, total = 0;
     for (size_t s : sizes) {
         for (int api = 0; api < 3; api++) {
-            CK(p2pk_fill(a, s, 100 + api, cudaStreamLegacy));
-            CK(cudaDeviceSynchronize());
+            CHECK_CUDA(p2pk_fill(a, s, 100 + api, cudaStreamLegacy));
+            CHECK_CUDA(cudaDeviceSynchronize());
             if (api == 0) {
-                CK(cudaMemcpyPeerAsync(b, 1, a, 0, s, 0));
-                CK(cudaStreamSynchronize(0));
+                CHECK_CUDA(cudaMemcpyPeerAsync(b, 1, a, 0, s, 0));
+                CHECK_CUDA(cudaStreamSynchronize(0));
             } else if (api == 1) {
-                CK(cudaMemcpy(b, a, s, cudaMemcpyDefault));
+                CHECK_CUDA(cudaMemcpy(b, a, s, cudaMemcpyDefault));
             } else {
-                CK(cudaMemcpyPeer(b, 1, a, 0, s));
+                CHECK_CUDA(cudaMemcpyPeer(b, 1, a, 0, s));
             }
             p2pk_verify_result v;
-            CK(cudaSetDevice(1));
-            CK(p2pk_verify_sync(b, s, 100 + api, &v, cudaStreamLegacy));
-            CK(cudaSetDevice(0));
+            CHECK_CUDA(cudaSetDevice(1));
+            CHECK_CUDA(p2pk_verify_sync(b, s, 100 + api, &v, cudaStreamLegacy));
+            CHECK_CUDA(cudaSetDevice(0));
             bad += v.mismatches;
             total += s;
         }

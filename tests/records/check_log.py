@@ -105,9 +105,10 @@ def main():
         expect(h2d.get("reason") == "host-memory" and h2d.get("src", {}).get("kind") == "unknown",
                "host-to-device from pageable memory: host-memory, kind unknown")
         peer = by_api.get("cuMemcpyPeer", [{}])[0]
-        want = "would-enable" if case == "observe" else "enable-then-pass"
-        expect(peer.get("action") == want and peer.get("reason") == "upgraded",
-               f"cuMemcpyPeer: action {peer.get('action')} reason {peer.get('reason')}, want {want}")
+        want = "would-upgrade" if case == "observe" else "enable-then-pass"
+        want_reason = "observe-would-upgrade" if case == "observe" else "upgraded"
+        expect(peer.get("action") == want and peer.get("reason") == want_reason,
+               f"cuMemcpyPeer: action {peer.get('action')} reason {peer.get('reason')}, want {want} {want_reason}")
         dtod = by_api.get("cuMemcpyDtoD_v2", [{}])[0]
         expect(dtod.get("reason") == "same-device", "same-device copy")
         dtoh = by_api.get("cuMemcpyDtoH_v2", [{}])[0]

@@ -29,14 +29,8 @@
 
 #include "standin.h"
 
-#define CHECK(call)                                                           \
-    do {                                                                      \
-        CUresult r_ = (call);                                                 \
-        if (r_ != CUDA_SUCCESS) {                                             \
-            fprintf(stderr, "rec_probe: %s: %d\n", #call, (int)r_);           \
-            exit(1);                                                          \
-        }                                                                     \
-    } while (0)
+#define P2PSHIM_CHECK_CU
+#include "../check.h"
 
 static CUcontext ctx[2];
 static CUdeviceptr a0, b0, a1;
@@ -44,44 +38,44 @@ static char host[4096];
 
 static void cross(void)
 {
-    CHECK(cuCtxSetCurrent(ctx[0]));
-    CHECK(cuMemcpyPeer(a1, ctx[1], a0, ctx[0], 4096));
+    CHECK_CU(cuCtxSetCurrent(ctx[0]));
+    CHECK_CU(cuMemcpyPeer(a1, ctx[1], a0, ctx[0], 4096));
 }
 
 static void *many_copies(void *arg)
 {
     (void)arg;
-    CHECK(cuCtxSetCurrent(ctx[0]));
+    CHECK_CU(cuCtxSetCurrent(ctx[0]));
     for (int i = 0; i < 5000; i++)
-        CHECK(cuMemcpyDtoD(b0, a0, 64));
+        CHECK_CU(cuMemcpyDtoD(b0, a0, 64));
     return NULL;
 }
 
 int main(int argc, char **argv)
 {
     const char *sc = argc > 1 ? argv[1] : "paths";
-    CHECK(cuInit(0));
-    CHECK(cuDevicePrimaryCtxRetain(&ctx[0], 0));
-    CHECK(cuDevicePrimaryCtxRetain(&ctx[1], 1));
-    CHECK(cuCtxSetCurrent(ctx[1]));
-    CHECK(cuMemAlloc(&a1, 1 << 16));
-    CHECK(cuCtxSetCurrent(ctx[0]));
-    CHECK(cuMemAlloc(&a0, 1 << 16));
-    CHECK(cuMemAlloc(&b0, 1 << 16));
+    CHECK_CU(cuInit(0));
+    CHECK_CU(cuDevicePrimaryCtxRetain(&ctx[0], 0));
+    CHECK_CU(cuDevicePrimaryCtxRetain(&ctx[1], 1));
+    CHECK_CU(cuCtxSetCurrent(ctx[1]));
+    CHECK_CU(cuMemAlloc(&a1, 1 << 16));
+    CHECK_CU(cuCtxSetCurrent(ctx[0]));
+    CHECK_CU(cuMemAlloc(&a0, 1 << 16));
+    CHECK_CU(cuMemAlloc(&b0, 1 << 16));
     memset(host, 7, sizeof host);
 
     if (strcmp(sc, "paths") == 0) {
-        CHECK(cuMemcpyHtoD(a0, host, 4096));
+        CHECK_CU(cuMemcpyHtoD(a0, host, 4096));
         cross();
-        CHECK(cuMemcpyDtoD(b0, a0, 4096));
-        CHECK(cuCtxSetCurrent(ctx[1]));
-        CHECK(cuMemcpyDtoH(host, a1, 4096));
+        CHECK_CU(cuMemcpyDtoD(b0, a0, 4096));
+        CHECK_CU(cuCtxSetCurrent(ctx[1]));
+        CHECK_CU(cuMemcpyDtoH(host, a1, 4096));
         CUdeviceptr pool;
-        CHECK(cuCtxSetCurrent(ctx[0]));
-        CHECK(cuMemAllocAsync(&pool, 4096, NULL));
-        CHECK(cuMemcpyPeerAsync(a1, ctx[1], pool, ctx[0], 4096, NULL));
-        CHECK(cuMemFreeAsync(pool, NULL));
-        CHECK(cuCtxSynchronize());
+        CHECK_CU(cuCtxSetCurrent(ctx[0]));
+        CHECK_CU(cuMemAllocAsync(&pool, 4096, NULL));
+        CHECK_CU(cuMemcpyPeerAsync(a1, ctx[1], pool, ctx[0], 4096, NULL));
+        CHECK_CU(cuMemFreeAsync(pool, NULL));
+        CHECK_CU(cuCtxSynchronize());
         for (int i = 0; i < 4096; i++)
             if (host[i] != 7) {
                 fprintf(stderr, "rec_probe: wrong byte at %d\n", i);
@@ -132,23 +126,23 @@ int main(int argc, char **argv)
     } else if (strcmp(sc, "bounce") == 0) {
         size_t n = (size_t)2 << 20;
         CUdeviceptr src, dst;
-        CHECK(cuCtxSetCurrent(ctx[0]));
-        CHECK(cuMemAlloc(&src, n));
-        CHECK(cuMemsetD8(src, 0x3C, n));
-        CHECK(cuCtxSetCurrent(ctx[1]));
-        CHECK(cuMemAlloc(&dst, n));
+        CHECK_CU(cuCtxSetCurrent(ctx[0]));
+        CHECK_CU(cuMemAlloc(&src, n));
+        CHECK_CU(cuMemsetD8(src, 0x3C, n));
+        CHECK_CU(cuCtxSetCurrent(ctx[1]));
+        CHECK_CU(cuMemAlloc(&dst, n));
         unsigned char *h = malloc(n);
         /* The shim bounces on evidence: a staging round first, the one
          * checked second (observe mode: one round, one candidate). */
         const char *mode = getenv("P2PSHIM_MODE");
         int rounds = mode && strcmp(mode, "observe") == 0 ? 1 : 2;
         for (int r = 0; r < rounds; r++) {
-            CHECK(cuCtxSetCurrent(ctx[0]));
-            CHECK(cuMemcpyDtoH(h, src, n));
-            CHECK(cuCtxSetCurrent(ctx[1]));
-            CHECK(cuMemcpyHtoD(dst, h, n));
+            CHECK_CU(cuCtxSetCurrent(ctx[0]));
+            CHECK_CU(cuMemcpyDtoH(h, src, n));
+            CHECK_CU(cuCtxSetCurrent(ctx[1]));
+            CHECK_CU(cuMemcpyHtoD(dst, h, n));
         }
-        CHECK(cuCtxSynchronize());
+        CHECK_CU(cuCtxSynchronize());
         for (size_t i = 0; i < n; i++)
             if (((unsigned char *)(uintptr_t)dst)[i] != 0x3C) {
                 fprintf(stderr, "rec_probe: wrong byte at %zu\n", i);

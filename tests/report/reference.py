@@ -11,11 +11,11 @@ The rules (the report's contract):
   as one record. Kinds merge as a set: {PTOP} is peer, {DTOH, HTOD} staged,
   any other set "other". Time is the last end minus the first start (or the
   embedded duration_ns when it has no start/end).
-- Without activity: would-enable is staged; enable-then-pass, or reasons
+- Without activity: would-upgrade (once would-enable) is staged; enable-then-pass, or reasons
   upgraded, shim-access, app-enabled-peer, peer; reasons pair-excluded,
   below-min-bytes, cannot-peer, enable-failed, staged; else other.
 - A decision without bytes takes the largest bytes of its records.
-- Savings candidates: CUPTI-staged copies, and would-enable copies without
+- Savings candidates: CUPTI-staged copies, and would-upgrade copies without
   activity. saved = staged time (bytes / topo staged_gbps when the table
   has it, since CUPTI's staged records cover one staging chunk; else
   CUPTI's span)
@@ -26,7 +26,10 @@ import json
 
 LOCAL_REASONS = {"host-memory", "same-device", "unknown-pointer"}
 PEER_REASONS = {"upgraded", "shim-access", "app-enabled-peer"}
-STAGED_REASONS = {"pair-excluded", "below-min-bytes", "cannot-peer", "enable-failed"}
+# Older logs name observe mode's would-upgrade would-enable.
+ACTION_ALIASES = {"would-enable": "would-upgrade"}
+STAGED_REASONS = {"pair-excluded", "below-min-bytes", "cannot-peer", "enable-failed",
+                  "observe-would-upgrade"}
 
 
 class Malformed(Exception):
@@ -90,7 +93,8 @@ def copies(lines):
             d = {"seg": seg, "id": num(o, "id"), "t": num(o, "t_ns"),
                  "tid": num(o, "tid"), "bytes": num(o, "bytes"),
                  "src": dev(o.get("src"), "dev"), "dst": dev(o.get("dst"), "dev"),
-                 "action": o.get("action") if isinstance(o.get("action"), str) else None,
+                 "action": ACTION_ALIASES.get(o.get("action"), o.get("action"))
+                           if isinstance(o.get("action"), str) else None,
                  "reason": o.get("reason") if isinstance(o.get("reason"), str) else None,
                  "kinds": set(), "start": None, "end": None, "dur": None, "rec_bytes": None}
             a = o.get("activity")
@@ -129,7 +133,7 @@ def path_of(d):
         if d["kinds"] == {"DTOH", "HTOD"}:
             return "staged"
         return "other"
-    if d["action"] == "would-enable":
+    if d["action"] == "would-upgrade":
         return "staged"
     if d["action"] == "enable-then-pass" or d["reason"] in PEER_REASONS:
         return "peer"
@@ -231,7 +235,7 @@ def compute(log_path, topo_path=None):
             m[0] += 1
             m[1] += d["bytes"]
             m[2] += ns
-        elif staged or (not d["kinds"] and d["action"] == "would-enable"):
+        elif staged or (not d["kinds"] and d["action"] == "would-upgrade"):
             p["cand_unmeas"][0] += 1
             p["cand_unmeas"][1] += d["bytes"]
     for key, p in pairs.items():

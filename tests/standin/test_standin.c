@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int failures;
+int check_failures;
 
 void config(const char *devices, const char *topology, const char *max_peers,
             const char *fail_enable)
@@ -474,7 +474,7 @@ static void test_proc_address(void)
         if (r != (c->want ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND) || fn != c->want || st != c->status) {
             fprintf(stderr, "cuGetProcAddress_v2(%s, %d, %llu): r=%d fn=%p st=%d\n", c->sym,
                     c->version, (unsigned long long)c->flags, (int)r, fn, (int)st);
-            failures++;
+            check_failures++;
         }
         fn = (void *)1;
         r = cuGetProcAddress(c->sym, &fn, c->version, c->flags);   /* 4-argument form */
@@ -544,8 +544,8 @@ int main(void)
     test_batches_and_2d();
     test_reset();
     test_threads();
-    if (failures) {
-        fprintf(stderr, "test_standin: %d failure(s)\n", failures);
+    if (check_failures) {
+        fprintf(stderr, "test_standin: %d failure(s)\n", check_failures);
         return 1;
     }
     printf("test_standin: all checks passed\n");

@@ -10,15 +10,10 @@
 
 #include "standin.h"
 
-extern int failures;
-
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);  \
-            failures++;                                                              \
-        }                                                                            \
-    } while (0)
+/* CHECK and REQUIRE (tests/check.h), counted across the self-test's
+ * files in check_failures (defined in test_standin.c). */
+#define P2PSHIM_CHECK_SHARED_COUNT
+#include "../check.h"
 
 #define EXPECT(call, want)                                                           \
     do {                                                                             \
@@ -28,7 +23,7 @@ extern int failures;
             cuGetErrorName(r_, &n_);                                                 \
             fprintf(stderr, "%s:%d: %s returned %d (%s), expected %d\n", __FILE__,   \
                     __LINE__, #call, (int)r_, n_, (int)(want));                      \
-            failures++;                                                              \
+            check_failures++;                                                              \
         }                                                                            \
     } while (0)
 #define OK(call) EXPECT(call, CUDA_SUCCESS)

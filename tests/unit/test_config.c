@@ -20,18 +20,6 @@
 
 #include "log.h"
 
-
-
-#define CHECK_STR(got, want)                                                 \
-    do {                                                                     \
-        const char *g_ = (got), *w_ = (want);                                \
-        if (strcmp(g_, w_) != 0) {                                           \
-            fprintf(stderr, "%s:%d: got \"%s\", want \"%s\"\n", __FILE__,    \
-                    __LINE__, g_, w_);                                       \
-            check_failures++;                                                      \
-        }                                                                    \
-    } while (0)
-
 /* ---- helpers ----------------------------------------------------------- */
 
 #define MAX_LINES 64

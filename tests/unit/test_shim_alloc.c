@@ -18,14 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define CHECK(cond)                                                           \
-    do {                                                                      \
-        if (!(cond)) {                                                        \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, \
-                    #cond);                                                   \
-            exit(1);                                                          \
-        }                                                                     \
-    } while (0)
+#include "../check.h"
 
 #define BLOCKS 600
 
@@ -81,11 +74,11 @@ static void alloc_block(unsigned i)
     b->size = size_of(i);
     b->tag = (unsigned char)(i * 13u + 5u);
     b->p = shim_alloc(b->size);
-    CHECK(b->p != NULL);
-    CHECK(((uintptr_t)b->p & 15) == 0);
+    REQUIRE(b->p != NULL);
+    REQUIRE(((uintptr_t)b->p & 15) == 0);
     if (b->size % 64 == 0)
-        CHECK(((uintptr_t)b->p & 63) == 0);
-    CHECK(zeroed(b->p, b->size));
+        REQUIRE(((uintptr_t)b->p & 63) == 0);
+    REQUIRE(zeroed(b->p, b->size));
     fill(b);
 }
 
@@ -93,7 +86,7 @@ static void check_all(unsigned n)
 {
     for (unsigned i = 0; i < n; i++)
         if (blocks[i].p != NULL)
-            CHECK(intact(&blocks[i]));
+            REQUIRE(intact(&blocks[i]));
 }
 
 static size_t live_expected(void)
@@ -108,14 +101,14 @@ static size_t live_expected(void)
 static void test_blocks(void)
 {
     size_t base = shim_alloc_live_bytes();
-    CHECK(shim_alloc(0) == NULL);
+    REQUIRE(shim_alloc(0) == NULL);
     for (unsigned i = 0; i < BLOCKS; i++) {
         alloc_block(i);
         if (i % 50 == 0)
             check_all(i + 1);
     }
     check_all(BLOCKS);
-    CHECK(shim_alloc_live_bytes() - base == live_expected());
+    REQUIRE(shim_alloc_live_bytes() - base == live_expected());
     /* Free every other block, allocate them again: reused blocks come
      * back zeroed, and nothing else is disturbed. */
     for (unsigned i = 0; i < BLOCKS; i += 2) {
@@ -123,14 +116,14 @@ static void test_blocks(void)
         blocks[i].p = NULL;
     }
     check_all(BLOCKS);
-    CHECK(shim_alloc_live_bytes() - base == live_expected());
+    REQUIRE(shim_alloc_live_bytes() - base == live_expected());
     for (unsigned i = 0; i < BLOCKS; i += 2)
         alloc_block(i);
     check_all(BLOCKS);
     /* The same small size freed and asked again: the very same block. */
     unsigned char *p = shim_alloc(80);
     shim_free(p, 80);
-    CHECK(shim_alloc(80) == p);
+    REQUIRE(shim_alloc(80) == p);
     shim_free(p, 80);
     shim_free(NULL, 80);
 }
@@ -138,22 +131,22 @@ static void test_blocks(void)
 static void test_realloc(void)
 {
     struct block b = {shim_realloc(NULL, 0, 40), 40, 9};
-    CHECK(b.p != NULL && zeroed(b.p, 40));
+    REQUIRE(b.p != NULL && zeroed(b.p, 40));
     fill(&b);
     /* Growing through classes and into a mapping, shrinking back. */
     const size_t steps[] = {48, 100, 1000, 5000, 70000, 3000, 24};
     for (size_t k = 0; k < sizeof steps / sizeof steps[0]; k++) {
         size_t keep = b.size < steps[k] ? b.size : steps[k];
         unsigned char *q = shim_realloc(b.p, b.size, steps[k]);
-        CHECK(q != NULL);
+        REQUIRE(q != NULL);
         struct block kept = {q, keep, b.tag};
-        CHECK(intact(&kept));
-        CHECK(zeroed(q + keep, steps[k] - keep));
+        REQUIRE(intact(&kept));
+        REQUIRE(zeroed(q + keep, steps[k] - keep));
         b.p = q;
         b.size = steps[k];
         fill(&b);
     }
-    CHECK(shim_realloc(b.p, b.size, 0) == NULL);
+    REQUIRE(shim_realloc(b.p, b.size, 0) == NULL);
 }
 
 /* The program's heap: thousands of the shim's blocks move neither the
@@ -168,8 +161,8 @@ static void test_heap_untouched(void)
     for (unsigned i = 0; i < 4000; i += 3)
         shim_free(p[i], size_of(i));
     struct mallinfo2 m1 = mallinfo2();
-    CHECK(sbrk(0) == brk0);
-    CHECK(m1.arena == m0.arena && m1.uordblks == m0.uordblks && m1.hblks == m0.hblks);
+    REQUIRE(sbrk(0) == brk0);
+    REQUIRE(m1.arena == m0.arena && m1.uordblks == m0.uordblks && m1.hblks == m0.hblks);
     for (unsigned i = 0; i < 4000; i++)
         if (i % 3 != 0)
             shim_free(p[i], size_of(i));
@@ -182,7 +175,7 @@ static void test_fork(void)
     shim_alloc_fork_prepare();
     pid_t pid = fork();
     shim_alloc_fork_release();
-    CHECK(pid >= 0);
+    REQUIRE(pid >= 0);
     if (pid == 0) {
         int ok = 1;
         for (unsigned i = 0; i < BLOCKS; i++)
@@ -195,8 +188,8 @@ static void test_fork(void)
         _exit(ok ? 0 : 1);
     }
     int status = 0;
-    CHECK(waitpid(pid, &status, 0) == pid);
-    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    REQUIRE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     check_all(BLOCKS);
 }
 
@@ -211,7 +204,7 @@ static void *churn(void *arg)
         seed = seed * 1103515245u + 12345u;
         struct block *b = &mine[(seed >> 8) % 16];
         if (b->p != NULL) {
-            CHECK(intact(b));
+            REQUIRE(intact(b));
             shim_free(b->p, b->size);
             b->p = NULL;
             continue;
@@ -219,12 +212,12 @@ static void *churn(void *arg)
         b->size = 1 + (seed >> 12) % (2 * SHIM_ALLOC_SMALL_MAX);
         b->tag = (unsigned char)seed;
         b->p = shim_alloc(b->size);
-        CHECK(b->p != NULL && zeroed(b->p, b->size));
+        REQUIRE(b->p != NULL && zeroed(b->p, b->size));
         fill(b);
     }
     for (unsigned i = 0; i < 16; i++)
         if (mine[i].p != NULL) {
-            CHECK(intact(&mine[i]));
+            REQUIRE(intact(&mine[i]));
             shim_free(mine[i].p, mine[i].size);
         }
     return NULL;
@@ -235,10 +228,10 @@ static void test_threads(void)
     size_t before = shim_alloc_live_bytes();
     pthread_t t[THREADS];
     for (unsigned i = 0; i < THREADS; i++)
-        CHECK(pthread_create(&t[i], NULL, churn, (void *)(uintptr_t)(i + 1)) == 0);
+        REQUIRE(pthread_create(&t[i], NULL, churn, (void *)(uintptr_t)(i + 1)) == 0);
     for (unsigned i = 0; i < THREADS; i++)
-        CHECK(pthread_join(t[i], NULL) == 0);
-    CHECK(shim_alloc_live_bytes() == before);
+        REQUIRE(pthread_join(t[i], NULL) == 0);
+    REQUIRE(shim_alloc_live_bytes() == before);
     check_all(BLOCKS);
 }
 
@@ -251,7 +244,7 @@ int main(void)
     test_threads();
     for (unsigned i = 0; i < BLOCKS; i++)
         shim_free(blocks[i].p, blocks[i].size);
-    CHECK(shim_alloc_live_bytes() == 0);
+    REQUIRE(shim_alloc_live_bytes() == 0);
     printf("test_shim_alloc: all checks passed\n");
     return 0;
 }

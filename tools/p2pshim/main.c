@@ -1,9 +1,10 @@
 /* p2pshim: the launcher's entry point. Dispatches to the subcommands run,
- * topo and report; prints the top-level help and the version. */
-#include <stdarg.h>
+ * topo and report; prints the top-level help and the version. Nothing
+ * calls back into this file: what the subcommands share is in cli.c. */
 #include <stdio.h>
 #include <string.h>
 
+#include "cli.h"
 #include "launcher.h"
 #include "report.h"
 
@@ -35,38 +36,6 @@ static const char usage_text[] =
     "killed it); otherwise 0 success, 1 failure, 2 usage error, 3 libp2pshim.so\n"
     "not found, 4 report failed, 126 program not executable, 127 program not\n"
     "found.\n";
-
-void launcher_error(const char *fmt, ...)
-{
-    char line[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    /* One write, so lines of concurrent processes do not interleave. */
-    fprintf(stderr, "p2pshim: %s\n", line);
-}
-
-int launcher_option_value(int argc, char **argv, int *i, const char *name,
-                          const char **value)
-{
-    const char *arg = argv[*i];
-    size_t n = strlen(name);
-    if (strncmp(arg, name, n) != 0)
-        return 0;
-    if (arg[n] == '=') {
-        *value = arg + n + 1;
-        return 1;
-    }
-    if (arg[n] != '\0')
-        return 0;
-    if (*i + 1 >= argc) {
-        launcher_error("%s needs a value", name);
-        return -1;
-    }
-    *value = argv[++*i];
-    return 1;
-}
 
 static int is_help(const char *arg)
 {

@@ -43,7 +43,7 @@ static const char usage_text[] =
     "  -h, --help      this text\n"
     "\n"
     "Savings are estimated for staged copies (CUPTI saw DTOH+HTOD, or observe\n"
-    "mode's would-enable): staged time (CUPTI's, else bytes / the table's\n"
+    "mode's would-upgrade): staged time (CUPTI's, else bytes / the table's\n"
     "staged GB/s) minus bytes / peer GB/s (the table's, else the best PTOP\n"
     "GB/s the log shows for the pair; else no estimate).\n"
     "\n"

@@ -194,7 +194,7 @@ static void put_savings(FILE *f, const struct report_summary *s)
 {
     char a[32], b[32], c[32];
     fputs("<h2>Estimated P2P savings</h2>\n<p>For staged copies (CUPTI saw "
-          "DTOH+HTOD, or would-enable without activity): staged time (CUPTI's, "
+          "DTOH+HTOD, or would-upgrade without activity): staged time (CUPTI's, "
           "else bytes / the topo table's staged GB/s) minus bytes / peer GB/s "
           "(the topo table's, else the best PTOP GB/s of the pair in this "
           "log).</p>\n", f);

@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "log_vocab.h"
+
 #define REPORT_DEV_NONE (-2)   /* device member absent or not an ordinal */
 
 /* CUPTI record kinds, as a set: a staged copy is DTOH and HTOD. */
@@ -177,6 +179,23 @@ const struct report_info *report_log_file(const struct report_log *log, int i);
 void report_parse_job(struct json_t *o, struct report_info *in);
 void report_info_free(struct report_info *in);
 void report_log_free(struct report_log *log);
+
+/* The run log's vocabulary (interpose/log_vocab.def). Actions by their
+ * current names; report_parse_decision reads an older name (an alias) as
+ * the current one. */
+enum report_action {
+#define P2PSHIM_REPORT_ACTION(id, name) REPORT_ACTION_##id,
+    LOG_ACTIONS(P2PSHIM_REPORT_ACTION)
+#undef P2PSHIM_REPORT_ACTION
+    REPORT_ACTION_COUNT
+};
+const char *report_action_name(enum report_action action);
+/* The action a name says (an alias included), -1 for none. */
+int report_action_of(const char *name);
+/* A reason's class; LOG_CLASS_OTHER for a name not in the list (or NULL). */
+enum log_reason_class report_reason_class(const char *reason);
+/* The event a name says, -1 for none (or NULL). */
+int report_event_of(const char *name);
 
 /* Interned action and reason names. */
 #define REPORT_MAX_NAMES 64

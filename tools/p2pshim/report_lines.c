@@ -129,6 +129,70 @@ void report_span_add(struct report_span *s, unsigned kinds, bool has_span,
         s->bytes = bytes;
 }
 
+static const char *const action_names[REPORT_ACTION_COUNT] = {
+#define P2PSHIM_ACTION_NAME(id, name) name,
+    LOG_ACTIONS(P2PSHIM_ACTION_NAME)
+#undef P2PSHIM_ACTION_NAME
+};
+
+static const struct {
+    const char *name;
+    enum report_action action;
+} action_aliases[] = {
+#define P2PSHIM_ACTION_ALIAS(old, id) {old, REPORT_ACTION_##id},
+    LOG_ACTION_ALIASES(P2PSHIM_ACTION_ALIAS)
+#undef P2PSHIM_ACTION_ALIAS
+};
+
+static const struct {
+    const char *name;
+    enum log_reason_class class;
+} reasons[] = {
+#define P2PSHIM_REASON_ROW(id, name, class) {name, LOG_CLASS_##class},
+    LOG_REASONS(P2PSHIM_REASON_ROW)
+#undef P2PSHIM_REASON_ROW
+};
+
+static const char *const event_names[LOG_EVENT_COUNT] = {
+#define P2PSHIM_EVENT_NAME(id, name) name,
+    LOG_EVENTS(P2PSHIM_EVENT_NAME)
+#undef P2PSHIM_EVENT_NAME
+};
+
+const char *report_action_name(enum report_action action)
+{
+    return (unsigned)action < REPORT_ACTION_COUNT ? action_names[action] : "?";
+}
+
+int report_action_of(const char *name)
+{
+    if (name == NULL)
+        return -1;
+    for (int i = 0; i < REPORT_ACTION_COUNT; i++)
+        if (strcmp(name, action_names[i]) == 0)
+            return i;
+    for (size_t i = 0; i < sizeof action_aliases / sizeof action_aliases[0]; i++)
+        if (strcmp(name, action_aliases[i].name) == 0)
+            return (int)action_aliases[i].action;
+    return -1;
+}
+
+enum log_reason_class report_reason_class(const char *reason)
+{
+    for (size_t i = 0; reason != NULL && i < sizeof reasons / sizeof reasons[0]; i++)
+        if (strcmp(reason, reasons[i].name) == 0)
+            return reasons[i].class;
+    return LOG_CLASS_OTHER;
+}
+
+int report_event_of(const char *name)
+{
+    for (int i = 0; name != NULL && i < LOG_EVENT_COUNT; i++)
+        if (strcmp(name, event_names[i]) == 0)
+            return i;
+    return -1;
+}
+
 void report_parse_decision(json_t *o, struct report_decision *d)
 {
     memset(d, 0, sizeof *d);
@@ -141,6 +205,9 @@ void report_parse_decision(json_t *o, struct report_decision *d)
     d->api = report_json_str(o, "api");
     d->stream = report_json_str(o, "stream");
     d->action = report_json_str(o, "action");
+    int action = report_action_of(d->action);
+    if (action >= 0)
+        d->action = action_names[action]; /* an older name read as today's */
     d->reason = report_json_str(o, "reason");
     json_t *src = json_object_get(o, "src"), *dst = json_object_get(o, "dst");
     d->src_dev = report_json_dev(json_is_object(src) ? src : NULL, "dev");

@@ -6,7 +6,7 @@
  * HTOD: staged; anything else: other), else from the decision (see
  * report_copy_path). Savings are estimated for staged copies: those CUPTI
  * saw as DTOH+HTOD, and those without activity whose action is
- * would-enable (observe mode). */
+ * would-upgrade (observe mode). */
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdlib.h>
@@ -27,20 +27,19 @@ double report_gbps(int64_t bytes, int64_t ns)
     return ns > 0 ? (double)bytes / (double)ns : 0;
 }
 
-static bool is(const char *s, const char *name)
-{
-    return s && strcmp(s, name) == 0;
-}
-
 static bool local_reason(const char *r)
 {
-    return is(r, "host-memory") || is(r, "same-device") ||
-           is(r, "unknown-pointer");
+    return report_reason_class(r) == LOG_CLASS_LOCAL;
+}
+
+static bool would_upgrade(const struct report_decision *d)
+{
+    return report_action_of(d->action) == REPORT_ACTION_WOULD_UPGRADE;
 }
 
 /* Without activity the decision tells what the shim knew: its own or the
  * program's peer access (peer); no access and none made, or observe mode's
- * would-enable (staged: the driver stages a cross-GPU copy without access);
+ * would-upgrade (staged: the driver stages a cross-GPU copy without access);
  * anything else (mode off, managed, pool, mapped memory, errors) is not
  * known (other). */
 enum report_path report_copy_path(const struct report_decision *d,
@@ -53,13 +52,13 @@ enum report_path report_copy_path(const struct report_decision *d,
         return REPORT_STAGED;
     if (d->act.kinds)
         return REPORT_OTHER;
-    if (is(d->action, "would-enable"))
+    if (would_upgrade(d))
         return REPORT_STAGED;
-    if (is(d->action, "enable-then-pass") || is(d->reason, "upgraded") ||
-        is(d->reason, "shim-access") || is(d->reason, "app-enabled-peer"))
+    enum log_reason_class class = report_reason_class(d->reason);
+    if (report_action_of(d->action) == REPORT_ACTION_ENABLE_THEN_PASS ||
+        class == LOG_CLASS_UPGRADE || class == LOG_CLASS_APP_PEER)
         return REPORT_PEER;
-    if (is(d->reason, "pair-excluded") || is(d->reason, "below-min-bytes") ||
-        is(d->reason, "cannot-peer") || is(d->reason, "enable-failed"))
+    if (class == LOG_CLASS_STAGED)
         return REPORT_STAGED;
     return REPORT_OTHER;
 }
@@ -234,7 +233,7 @@ static void on_copy(void *ctx, const struct report_decision *given)
     p->by_activity = report_add(p->by_activity, from_act, sat);
     int64_t *reason = &p->reasons[report_log_name_index(s->log, d->reason)];
     *reason = report_add(*reason, 1, sat);
-    bool candidate = cross && (from_act ? path == REPORT_STAGED : is(d->action, "would-enable"));
+    bool candidate = cross && (from_act ? path == REPORT_STAGED : would_upgrade(d));
     count_proc(s, d, cross, path, candidate);
     if (!cross)
         return;
@@ -260,7 +259,7 @@ static void on_copy(void *ctx, const struct report_decision *given)
         p->cand_meas_n = report_add(p->cand_meas_n, 1, sat);
         p->cand_meas_bytes = report_add(p->cand_meas_bytes, d->bytes, sat);
         p->cand_meas_ns = report_add(p->cand_meas_ns, ns, sat);
-    } else if (staged || (!from_act && is(d->action, "would-enable"))) {
+    } else if (staged || (!from_act && would_upgrade(d))) {
         p->cand_unmeas_n = report_add(p->cand_unmeas_n, 1, sat);
         p->cand_unmeas_bytes = report_add(p->cand_unmeas_bytes, d->bytes, sat);
     }
@@ -269,21 +268,22 @@ static void on_copy(void *ctx, const struct report_decision *given)
 static void on_event(void *ctx, const struct report_event *e)
 {
     struct report_summary *s = ctx;
-    if (is(e->what, "peer-enable")) {
+    int what = report_event_of(e->what);
+    if (what == LOG_EVENT_PEER_ENABLE) {
         s->peer_enables++;
         if (e->duration_ns > 0)
             s->enable_ns = report_add(s->enable_ns, e->duration_ns, &s->saturated);
-    } else if (is(e->what, "peer-enable-failed")) {
+    } else if (what == LOG_EVENT_PEER_ENABLE_FAILED) {
         s->peer_enable_failures++;
-    } else if (is(e->what, "dropped")) {
+    } else if (what == LOG_EVENT_DROPPED) {
         s->dropped_events++;
-    } else if ((is(e->what, "would-bounce") || is(e->what, "bounce")) && e->from >= 0 &&
+    } else if ((what == LOG_EVENT_WOULD_BOUNCE || what == LOG_EVENT_BOUNCE) && e->from >= 0 &&
                e->to >= 0) {
         struct report_event mapped = *e;
         mapped.from = gpu_of(s, e->from);
         mapped.to = gpu_of(s, e->to);
         e = &mapped;
-        bool served = is(e->what, "bounce");
+        bool served = what == LOG_EVENT_BOUNCE;
         int i = 0;
         while (i < s->nbounces && !(s->bounces[i].from == e->from &&
                                     s->bounces[i].to == e->to && s->bounces[i].served == served))

@@ -358,7 +358,7 @@ int report_text_write(FILE *f, const char *log_path,
     put_reasons(f, "actions", &acts, names, nnames);
 
     fputs("\nP2P savings estimate (staged copies: CUPTI saw DTOH+HTOD, or "
-          "would-enable without activity)\n", f);
+          "would-upgrade without activity)\n", f);
     if (s->total.candidates == 0)
         fputs("  none: no staged cross-GPU copy\n", f);
     for (int i = 0; i < s->npairs; i++)
@@ -428,19 +428,19 @@ int report_verdict_write(FILE *f, const char *prefix, const struct report_summar
                 prefix, (long long)bounce_pairs, report_fmt_bytes(bounce_bytes, b, sizeof b));
     const char **names;
     int nnames = report_log_names(s->log, &names);
-    int64_t would_enable = 0;
+    int64_t would_upgrade = 0;
     for (int r = 0; r < nnames; r++)
-        if (strcmp(names[r], "would-enable") == 0)
-            would_enable = s->actions[r];
-    if (observe && (would_enable || bounce_pairs))
+        if (strcmp(names[r], report_action_name(REPORT_ACTION_WOULD_UPGRADE)) == 0)
+            would_upgrade = s->actions[r];
+    if (observe && (would_upgrade || bounce_pairs))
         fprintf(f, "%s  upgrade mode would: %s%lld copies over the peer link%s%s\n", prefix,
-                "carry ", (long long)would_enable,
+                "carry ", (long long)would_upgrade,
                 bounce_pairs ? ", and bounce the host-memory round trips GPU to GPU" : "",
                 s->total.saved_n ? "" : "");
     if (s->total.saved_n)
         fprintf(f, "%s  P2P would save about %s\n", prefix,
                 report_fmt_ns(s->total.saved_ns, t, sizeof t));
-    if (would_enable)
+    if (would_upgrade)
         fprintf(f, "%s  advice: enable peer access between these GPUs "
                    "(cudaDeviceEnablePeerAccess), or run under p2pshim in upgrade mode\n",
                 prefix);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "cli.h"
 #include "launcher.h"
 #include "outfile.h"
 #include "report.h"

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "launcher.h"
+#include "cli.h"
 #include "run_env.h"
 
 #define SHIM_FILE "libp2pshim.so"

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "launcher.h"
 #include "topo.h"
 #include "topo_internal.h"
