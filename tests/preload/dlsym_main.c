@@ -140,6 +140,17 @@ int main(int argc, char **argv)
     show("dup handle missing", hd ? dlsym(hd, "pl_no_such_symbol") : NULL);
     show_error("dup handle missing");
 
+    /* the driver opened first by its full path with RTLD_DEEPBIND: a
+     * lookup on that handle still gets the shim's wrapper */
+    void *deep = dlopen(PL_STANDIN_DRIVER, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+    if (!deep) {
+        fprintf(stderr, "dlopen %s: %s\n", PL_STANDIN_DRIVER, dlerror());
+        return 1;
+    }
+    expect_object("dlsym(deep-bound driver by full path, cuMemcpyPeer)",
+                  dlsym(deep, "cuMemcpyPeer"), shim ? "libp2pshim.so" : "libcuda.so.1");
+    show("deep-bound driver handle cuCtxGetCurrent", dlsym(deep, "cuCtxGetCurrent"));
+
     /* the driver, loaded the way cudart loads it */
     void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
     if (!h) {
