@@ -1,5 +1,5 @@
 /* The first definition of a name in an object loaded after the shim, read
- * from the objects' dynamic symbol tables (dl_iterate_phdr), without any
+ * from the objects' dynamic symbol tables (the link map), without any
  * dlsym or dlvsym. The one way to reach glibc's dlvsym once the shim
  * exports its own: every call of "dlvsym" by name from inside the shim
  * would reach the shim's (or an earlier interposer's). Uninstrumented: it
@@ -7,21 +7,13 @@
 #define _GNU_SOURCE
 #include "next_symbol.h"
 
+#include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
 #include <stdint.h>
 #include <string.h>
 
 #define UNINSTRUMENTED __attribute__((no_sanitize("address", "undefined", "thread")))
-
-struct elf_search {
-    const char *name; /* the name to find, or NULL: where addr lies */
-    uintptr_t self;   /* an address inside the shim */
-    uintptr_t addr;   /* with name NULL: an address to place */
-    int past_self;    /* the shim's object has been seen */
-    void *found;      /* name's definition; or, placing addr: non-NULL when
-                       * addr lies in an object before the shim */
-};
 
 UNINSTRUMENTED static int same(const char *a, const char *b)
 {
@@ -96,50 +88,45 @@ UNINSTRUMENTED static ElfW(Addr) object_lookup(ElfW(Addr) base, const ElfW(Dyn) 
     return 0;
 }
 
-UNINSTRUMENTED static int visit(struct dl_phdr_info *info, size_t size, void *data)
+/* The shim's own dynamic section (_DYNAMIC, link.h): its link_map's l_ld. */
+
+/* The base namespace's objects in load order (the program, the preloads,
+ * their dependencies), through the dynamic linker's debugger interface:
+ * plain data, where dl_iterate_phdr may be a sanitizer's interceptor not
+ * yet able to run (a sanitizer runtime calls dlvsym while it starts). */
+UNINSTRUMENTED static struct link_map *first_object(void)
 {
-    (void)size;
-    struct elf_search *s = data;
-    const ElfW(Dyn) *dyn = NULL;
-    int is_self = 0, has_addr = 0;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        uintptr_t start = info->dlpi_addr + ph->p_vaddr;
-        if (ph->p_type == PT_DYNAMIC)
-            dyn = (const ElfW(Dyn) *)start;
-        else if (ph->p_type == PT_LOAD && s->self >= start && s->self - start < ph->p_memsz)
-            is_self = 1;
-        if (ph->p_type == PT_LOAD && s->addr >= start && s->addr - start < ph->p_memsz)
-            has_addr = 1;
-    }
-    if (s->name == NULL) {
-        if (is_self || has_addr)
-            s->found = has_addr && !is_self ? (void *)1 : NULL;
-        return is_self || has_addr;
-    }
-    if (is_self) {
-        s->past_self = 1;
-        return 0;
-    }
-    if (!s->past_self || dyn == NULL)
-        return 0;
-    ElfW(Addr) at = object_lookup(info->dlpi_addr, dyn, s->name);
-    if (at == 0)
-        return 0;
-    s->found = (void *)at;
-    return 1;
+    return _r_debug.r_map;
 }
 
 UNINSTRUMENTED void *elf_next_definition(const char *name)
 {
-    struct elf_search s = {name, (uintptr_t)&elf_next_definition, 0, 0, NULL};
-    dl_iterate_phdr(visit, &s);
-    return s.found;
+    int past_self = 0;
+    for (struct link_map *m = first_object(); m != NULL; m = m->l_next) {
+        if (m->l_ld == _DYNAMIC) {
+            past_self = 1;
+            continue;
+        }
+        if (!past_self || m->l_ld == NULL)
+            continue;
+        ElfW(Addr) at = object_lookup(m->l_addr, m->l_ld, name);
+        if (at != 0)
+            return (void *)at;
+    }
+    return NULL;
 }
 
 UNINSTRUMENTED int elf_loaded_before_self(const void *addr)
 {
-    struct elf_search s = {NULL, (uintptr_t)&elf_next_definition, (uintptr_t)addr, 0, NULL};
-    dl_iterate_phdr(visit, &s);
-    return s.found != NULL;
+    Dl_info info;
+    struct link_map *caller = NULL;
+    if (dladdr1(addr, &info, (void **)&caller, RTLD_DL_LINKMAP) == 0 || caller == NULL)
+        return 0;
+    for (struct link_map *m = first_object(); m != NULL; m = m->l_next) {
+        if (m->l_ld == _DYNAMIC)
+            return 0;
+        if (m == caller)
+            return 1;
+    }
+    return 0;
 }
