@@ -141,8 +141,11 @@ int main(int argc, char **argv)
     show_error("dup handle missing");
 
     /* the driver opened first by its full path with RTLD_DEEPBIND: a
-     * lookup on that handle still gets the shim's wrapper */
-    void *deep = dlopen(PL_STANDIN_DRIVER, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+     * lookup on that handle still gets the shim's wrapper (by full path
+     * only under a sanitizer runtime, which refuses RTLD_DEEPBIND) */
+    int sanitized = dlsym(RTLD_DEFAULT, "__asan_init") || dlsym(RTLD_DEFAULT, "__tsan_init");
+    void *deep = dlopen(PL_STANDIN_DRIVER,
+                        RTLD_NOW | RTLD_LOCAL | (sanitized ? 0 : RTLD_DEEPBIND));
     if (!deep) {
         fprintf(stderr, "dlopen %s: %s\n", PL_STANDIN_DRIVER, dlerror());
         return 1;
