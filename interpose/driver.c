@@ -30,14 +30,15 @@ dlsym_fn driver_real_dlsym(void)
     dlsym_fn fn = atomic_load_explicit(&real_dlsym, memory_order_acquire);
     if (fn != NULL)
         return fn;
-    /* dlsym moved into libc at 2.34; older glibc has only 2.2.5. Called
-     * through the pointer: "dlvsym" by name is the shim's own. */
+    /* dlsym moved into libc at 2.34; older glibc has only its first
+     * version (2.2.5 on x86-64, 2.17 on AArch64). Called through the
+     * pointer: "dlvsym" by name is the shim's own. */
+    static const char *const versions[] = {"GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17"};
     dlvsym_fn vsym = driver_next_dlvsym();
     if (vsym == NULL)
         return NULL;
-    fn = (dlsym_fn)vsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-    if (fn == NULL)
-        fn = (dlsym_fn)vsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+    for (size_t i = 0; fn == NULL && i < sizeof versions / sizeof versions[0]; i++)
+        fn = (dlsym_fn)vsym(RTLD_NEXT, "dlsym", versions[i]);
     atomic_store_explicit(&real_dlsym, fn, memory_order_release);
     return fn;
 }
