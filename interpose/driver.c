@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "driver.h"
+#include "next_symbol.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -9,6 +10,18 @@
 #include <string.h>
 
 static _Atomic(dlsym_fn) real_dlsym, next_dlsym;
+static _Atomic(dlvsym_fn) next_dlvsym;
+
+__attribute__((no_sanitize("address", "undefined", "thread")))
+dlvsym_fn driver_next_dlvsym(void)
+{
+    dlvsym_fn fn = atomic_load_explicit(&next_dlvsym, memory_order_acquire);
+    if (fn != NULL)
+        return fn;
+    fn = (dlvsym_fn)elf_next_definition("dlvsym");
+    atomic_store_explicit(&next_dlvsym, fn, memory_order_release);
+    return fn;
+}
 static _Atomic(void *) driver_handle;
 
 __attribute__((no_sanitize("address", "undefined", "thread")))
@@ -17,10 +30,15 @@ dlsym_fn driver_real_dlsym(void)
     dlsym_fn fn = atomic_load_explicit(&real_dlsym, memory_order_acquire);
     if (fn != NULL)
         return fn;
-    /* dlsym moved into libc at 2.34; older glibc has only 2.2.5. */
-    fn = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-    if (fn == NULL)
-        fn = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+    /* dlsym moved into libc at 2.34; older glibc has only its first
+     * version (2.2.5 on x86-64, 2.17 on AArch64). Called through the
+     * pointer: "dlvsym" by name is the shim's own. */
+    static const char *const versions[] = {"GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17"};
+    dlvsym_fn vsym = driver_next_dlvsym();
+    if (vsym == NULL)
+        return NULL;
+    for (size_t i = 0; fn == NULL && i < sizeof versions / sizeof versions[0]; i++)
+        fn = (dlsym_fn)vsym(RTLD_NEXT, "dlsym", versions[i]);
     atomic_store_explicit(&real_dlsym, fn, memory_order_release);
     return fn;
 }

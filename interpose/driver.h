@@ -12,6 +12,12 @@
 #include <cudaTypedefs.h>
 
 typedef void *(*dlsym_fn)(void *handle, const char *symbol);
+typedef void *(*dlvsym_fn)(void *handle, const char *symbol, const char *version);
+
+/* The next dlvsym after the shim's own export (glibc's, or an interposer's
+ * loaded after the shim), read from the symbol tables (elf_next_definition).
+ * Called through this pointer, RTLD_NEXT means "after the caller" as ever. */
+dlvsym_fn driver_next_dlvsym(void);
 
 /* glibc's dlsym, found with dlvsym. Never NULL after first use on glibc. */
 dlsym_fn driver_real_dlsym(void);

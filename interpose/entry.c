@@ -43,6 +43,9 @@ __attribute__((used)) void *p2pshim_dlsym_hooked(void *handle, const char *symbo
 __asm__(".text\n"
         ".globl dlsym\n"
         ".type dlsym, @function\n"
+        ".globl p2pshim_dlsym_self\n"
+        ".hidden p2pshim_dlsym_self\n"
+        "p2pshim_dlsym_self:\n"
         "dlsym:\n"
         "  .cfi_startproc\n"
         "  endbr64\n"
@@ -70,6 +73,9 @@ __asm__(".text\n"
 __asm__(".text\n"
         ".globl dlsym\n"
         ".type dlsym, %function\n"
+        ".globl p2pshim_dlsym_self\n"
+        ".hidden p2pshim_dlsym_self\n"
+        "p2pshim_dlsym_self:\n"
         "dlsym:\n"
         "  stp x0, x1, [sp, #-32]!\n"
         "  str x30, [sp, #16]\n"
@@ -88,9 +94,13 @@ __asm__(".text\n"
 
 void *p2pshim_dlsym_hooked(void *handle, const char *symbol)
 {
+    return entry_wrap_lookup(symbol, driver_next_dlsym()(handle, symbol));
+}
+
+void *entry_wrap_lookup(const char *symbol, void *fn)
+{
     int id = hook_find_by_name(symbol);
     dlsym_fn real_dlsym = driver_real_dlsym();
-    void *fn = driver_next_dlsym()(handle, symbol);
     if (fn == NULL || id < 0)
         return fn;
     /* RTLD_DEFAULT (or a handle whose search reaches us) finds our own

@@ -55,6 +55,11 @@ int hook_find_by_wrapper(const void *fn);
  * pointers, fn unwrapped (and one warning). */
 void *hook_wrap(enum hook_id id, void *fn);
 
+/* A dlsym or dlvsym lookup's answer fn for symbol as the caller gets it
+ * (entry.c): fn itself unless symbol is hooked, else the shim's wrapper of
+ * that variant around the driver's (or another tool's) function. */
+void *entry_wrap_lookup(const char *symbol, void *fn);
+
 /* The hook whose chain-slot wrapper is fn, or -1. */
 int hook_find_by_chain_wrapper(const void *fn);
 

@@ -24,6 +24,15 @@ void *pl_probe_next(const char *name);
 void *pl_probe_default(const char *name);
 void *pl_dup_next(const char *name);
 void *pl_dup_default(const char *name);
+void *pl_probe_vnext(const char *name, const char *version);
+void *pl_dup_vnext(const char *name, const char *version);
+
+/* The C library's oldest symbol version (what HAMi-core asks dlvsym for). */
+#if defined(__aarch64__)
+#define LIBC_BASE_VERSION "GLIBC_2.17"
+#else
+#define LIBC_BASE_VERSION "GLIBC_2.2.5"
+#endif
 
 static int failures;
 
@@ -62,6 +71,33 @@ static void expect_object(const char *label, void *p, const char *want)
         fprintf(stderr, "FAIL: %s: found in %s, expected %s\n", label, object_of(p), want);
         failures++;
     }
+}
+
+/* dlvsym under the shim: RTLD_NEXT from a library and from the program as
+ * without the shim, missing names and dlerror the same; "dlsym" asked by
+ * the program (loaded before the shim) is the shim's dlsym, asked by a
+ * library after the shim the C library's. h: the driver's handle. */
+static void dlvsym_cases(void *h, int shim)
+{
+    const char *v = LIBC_BASE_VERSION;
+    show("probe dlvsym RTLD_NEXT printf", pl_probe_vnext("printf", v));
+    show("main dlvsym RTLD_NEXT strlen", dlvsym(RTLD_NEXT, "strlen", v));
+    show("dup dlvsym RTLD_NEXT pl_dup_symbol", pl_dup_vnext("pl_dup_symbol", v));
+    show_error("dup dlvsym RTLD_NEXT pl_dup_symbol");
+    show("probe dlvsym RTLD_NEXT missing", pl_probe_vnext("pl_no_such_symbol", v));
+    show_error("probe dlvsym RTLD_NEXT missing");
+    show("main dlvsym RTLD_DEFAULT bad version", dlvsym(RTLD_DEFAULT, "strlen", "PL_NO_VERSION"));
+    show_error("main dlvsym RTLD_DEFAULT bad version");
+    show("probe dlvsym RTLD_NEXT dlsym", pl_probe_vnext("dlsym", v));
+    const char *libc = "libc.so.6";
+    expect_object("program's dlvsym(RTLD_NEXT, dlsym)", dlvsym(RTLD_NEXT, "dlsym", v),
+                  shim ? "libp2pshim.so" : libc);
+    expect_object("library's dlvsym(RTLD_NEXT, dlsym)", pl_dup_vnext("dlsym", v), libc);
+    /* The driver's names carry no version: a versioned lookup finds none,
+     * with the shim as without. */
+    show("driver handle dlvsym cuMemcpyPeer", dlvsym(h, "cuMemcpyPeer", v));
+    show_error("driver handle dlvsym cuMemcpyPeer");
+    show("probe dlvsym RTLD_NEXT cuMemcpyPeer", pl_probe_vnext("cuMemcpyPeer", v));
 }
 
 int main(int argc, char **argv)
@@ -104,6 +140,20 @@ int main(int argc, char **argv)
     show("dup handle missing", hd ? dlsym(hd, "pl_no_such_symbol") : NULL);
     show_error("dup handle missing");
 
+    /* the driver opened first by its full path with RTLD_DEEPBIND: a
+     * lookup on that handle still gets the shim's wrapper (by full path
+     * only under a sanitizer runtime, which refuses RTLD_DEEPBIND) */
+    int sanitized = dlsym(RTLD_DEFAULT, "__asan_init") || dlsym(RTLD_DEFAULT, "__tsan_init");
+    void *deep = dlopen(PL_STANDIN_DRIVER,
+                        RTLD_NOW | RTLD_LOCAL | (sanitized ? 0 : RTLD_DEEPBIND));
+    if (!deep) {
+        fprintf(stderr, "dlopen %s: %s\n", PL_STANDIN_DRIVER, dlerror());
+        return 1;
+    }
+    expect_object("dlsym(deep-bound driver by full path, cuMemcpyPeer)",
+                  dlsym(deep, "cuMemcpyPeer"), shim ? "libp2pshim.so" : "libcuda.so.1");
+    show("deep-bound driver handle cuCtxGetCurrent", dlsym(deep, "cuCtxGetCurrent"));
+
     /* the driver, loaded the way cudart loads it */
     void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
     if (!h) {
@@ -135,6 +185,7 @@ int main(int argc, char **argv)
                   dlsym(RTLD_DEFAULT, "cuMemcpyPeer_ptds"), ours);
     expect_object("dlsym(h, cuMemcpyDtoH_v2)", dlsym(h, "cuMemcpyDtoH_v2"), ours);
     expect_object("RTLD_NEXT cuMemcpyPeer from a library", pl_probe_next("cuMemcpyPeer"), drv);
+    dlvsym_cases(h, shim);
     if (shim && by_handle == dlsym(h, "cuMemcpyPeer_ptds")) {
         fprintf(stderr, "FAIL: legacy and per-thread cuMemcpyPeer are one pointer\n");
         failures++;
