@@ -16,11 +16,16 @@ import subprocess
 import sys
 
 
-def arms(shim):
-    return [("noshim", {}), ("shim", {"LD_PRELOAD": shim}),
-            ("shim bounce=off", {"LD_PRELOAD": shim, "P2PSHIM_BOUNCE": "off"}),
-            ("shim mode=off", {"LD_PRELOAD": shim, "P2PSHIM_MODE": "off"}),
-            ("noshim2", {})]
+def arms(shim, diagnose):
+    """(name, environment) per arm; diagnose adds arms that stop the D2H's
+    bounce decision at successive points."""
+    out = [("noshim", {}), ("shim", {"LD_PRELOAD": shim}),
+           ("shim bounce=off", {"LD_PRELOAD": shim, "P2PSHIM_BOUNCE": "off"}),
+           ("shim mode=off", {"LD_PRELOAD": shim, "P2PSHIM_MODE": "off"})]
+    if diagnose:
+        out += [("shim min_bytes=1G", {"LD_PRELOAD": shim, "P2PSHIM_MIN_BYTES": "1G"}),
+                ("shim bounce_min=1G", {"LD_PRELOAD": shim, "P2PSHIM_BOUNCE_MIN": "1G"})]
+    return out + [("noshim2", {})]
 
 
 def run_once(prog, nbytes, env_extra):
@@ -43,13 +48,16 @@ def main(argv):
     p.add_argument("--build-dir", default="build-gpu")
     p.add_argument("--procs", type=int, default=15)
     p.add_argument("--bytes", type=int, default=1 << 20)
+    p.add_argument("--diagnose", action="store_true",
+                   help="add arms that stop the bounce decision early (P2PSHIM_MIN_BYTES, "
+                        "P2PSHIM_BOUNCE_MIN)")
     a = p.parse_args(argv)
     shim = os.path.abspath(os.path.join(a.build_dir, "interpose", "libp2pshim.so"))
     table = {}
     for kind in ("static", "shared"):
         prog = os.path.join(a.build_dir, "tools", "p2pbench", "firstcopy_" + kind)
         for _ in range(a.procs):
-            for name, env in arms(shim):
+            for name, env in arms(shim, a.diagnose):
                 reps = run_once(prog, a.bytes, env)
                 cell = table.setdefault((kind, name), {"first": [], "later": []})
                 cell["first"].append(reps[0])
