@@ -95,6 +95,14 @@ extern _Atomic uint64_t bst_d2h_lazy, bst_d2h_eager, bst_seen, bst_upgraded,
  * source) about to run: remembered (for a later H2D to match) and
  * judged. Counts candidates, predicted and skipped. */
 enum predict_verdict evidence_d2h(uintptr_t host, size_t bytes, CUdeviceptr src, int dev);
+/* A large D2H while no key has evidence (the predictor would say no):
+ * remembered with its source pointer only, before either pointer is
+ * looked up, and counted as a candidate; true when so handled. False
+ * when some key has evidence: the caller makes its full checks and asks
+ * evidence_d2h. The D2Hs of programs that never bounce stop here: a
+ * lookup of two pointers cold in cache cost a process's first large D2H
+ * 4-6 us on an H200 machine (tools/p2pbench/firstcopy_run.py). */
+bool evidence_d2h_unarmed(uintptr_t host, size_t bytes, CUdeviceptr src);
 /* An H2D not served from a snapshot (upgrade mode): a seen bounce when it
  * lies inside a remembered D2H (counted as seen_plain). One relaxed load
  * while nothing is remembered. */

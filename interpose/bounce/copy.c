@@ -52,8 +52,9 @@ enum how { HOW_NONE, HOW_LAZY, HOW_EAGER };
 
 /* Whether the D2H is a candidate (a device source, host memory of a kind
  * the shim can track, at least the minimum for that kind), then whether
- * the predictor says it bounces, then how. Everything before the
- * prediction is cheap and asks the driver nothing new (resolve.h caches);
+ * the predictor says it bounces, then how. While no key has evidence the
+ * D2H is only remembered, and no pointer is looked up. Everything before
+ * the prediction is cheap and asks the driver nothing new (resolve.h caches);
  * the userfaultfd start, the HMM question and the fork/exit handlers wait
  * for the first predicted D2H. */
 static enum how decide(const void *host, size_t bytes, CUdeviceptr dev,
@@ -64,6 +65,15 @@ static enum how decide(const void *host, size_t bytes, CUdeviceptr dev,
     if (cfg->mode != P2PSHIM_MODE_UPGRADE || cfg->bounce == P2PSHIM_BOUNCE_OFF ||
         atomic_load(&bounce_disabled) || bytes < BOUNCE_MIN_BYTES || bytes < cfg->min_bytes ||
         host == NULL)
+        return HOW_NONE;
+    /* Smaller than every kind's minimum: no candidate. While no key has
+     * evidence, the predictor says no whatever the kind: the D2H is only
+     * remembered, and neither pointer is looked up. */
+    size_t smallest = cfg->bounce_min ? cfg->bounce_min
+                      : BOUNCE_AUTO_MIN_PAGEABLE < BOUNCE_AUTO_MIN_PINNED
+                          ? BOUNCE_AUTO_MIN_PAGEABLE
+                          : BOUNCE_AUTO_MIN_PINNED;
+    if (bytes < smallest || evidence_d2h_unarmed((uintptr_t)host, bytes, dev))
         return HOW_NONE;
     if (!resolve_pointer(dev, src) || src->device < 0 ||
         src->device >= P2PSHIM_MAX_DEVICES || src->kind == MEM_KIND_MANAGED ||

@@ -102,6 +102,25 @@ enum predict_verdict evidence_d2h(uintptr_t host, size_t bytes, CUdeviceptr src,
     return v;
 }
 
+bool evidence_d2h_unarmed(uintptr_t host, size_t bytes, CUdeviceptr src)
+{
+    if (atomic_load_explicit(&armed, memory_order_relaxed) != 0)
+        return false;
+    bounce_register_summary();
+    pthread_mutex_lock(&watch_mu);
+    bool unarmed = table.armed == 0;
+    if (unarmed) {
+        /* Source device unknown here (-1): only observe mode's pair
+         * counters read it, and observe mode remembers through watch_d2h. */
+        predict_remember(&table, host, bytes, (uintptr_t)src, -1);
+        mirror();
+    }
+    pthread_mutex_unlock(&watch_mu);
+    if (unarmed)
+        atomic_fetch_add_explicit(&bst_candidates, 1, memory_order_relaxed);
+    return unarmed;
+}
+
 void evidence_h2d(const void *host, size_t bytes)
 {
     if (atomic_load_explicit(&live, memory_order_relaxed) == 0 || host == NULL)
