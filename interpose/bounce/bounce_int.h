@@ -99,9 +99,8 @@ enum predict_verdict evidence_d2h(uintptr_t host, size_t bytes, CUdeviceptr src,
  * remembered with its source pointer only, before either pointer is
  * looked up, and counted as a candidate; true when so handled. False
  * when some key has evidence: the caller makes its full checks and asks
- * evidence_d2h. The D2Hs of programs that never bounce stop here: a
- * lookup of two pointers cold in cache cost a process's first large D2H
- * 4-6 us on an H200 machine (tools/p2pbench/firstcopy_run.py). */
+ * evidence_d2h. The D2Hs of programs that never bounce stop here, with
+ * no lookup, allocation or system call. */
 bool evidence_d2h_unarmed(uintptr_t host, size_t bytes, CUdeviceptr src);
 /* An H2D not served from a snapshot (upgrade mode): a seen bounce when it
  * lies inside a remembered D2H (counted as seen_plain). One relaxed load
@@ -109,9 +108,6 @@ bool evidence_d2h_unarmed(uintptr_t host, size_t bytes, CUdeviceptr src);
 void evidence_h2d(const void *host, size_t bytes);
 /* A snapshot's outcome (s->judged set by the caller). */
 void evidence_outcome(const struct predict_pair *keys, bool useful);
-/* Registers the bounce lines of the exit summary with stats.h (once;
- * cheap after). */
-void bounce_register_summary(void);
 /* free(host): remembered D2Hs starting there are forgotten. */
 void watch_forget(const void *host);
 /* life.c: the "summary bounce" line (when a candidate was seen); zeroing. */

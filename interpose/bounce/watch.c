@@ -45,23 +45,6 @@ static void summary_reset(void)
     watch_reset();
 }
 
-static pthread_once_t summary_once = PTHREAD_ONCE_INIT;
-
-static void register_summary(void)
-{
-    static const struct shim_module row = {
-        .name = "bounce-summary",
-        .report = summary,
-        .reset = summary_reset,
-    };
-    shim_register(SHIM_ROW_BOUNCE_SUMMARY, &row);
-}
-
-void bounce_register_summary(void)
-{
-    pthread_once(&summary_once, register_summary);
-}
-
 /* The shim's start (its row's at_start): the predictor's table and the
  * counters a first candidate writes are touched now, in the CUDA process
  * only, so that its first large D2H does not pay their first page
@@ -77,17 +60,26 @@ static void warm(void)
     atomic_fetch_add_explicit(&bst_candidates, 0, memory_order_relaxed);
 }
 
-/* Registered when the library loads (one store): the row runs at the
- * shim's start, in CUDA processes only. */
-__attribute__((constructor)) static void register_warm(void)
+/* Registered when the library loads (a store each): the warm row runs at
+ * the shim's start, in CUDA processes only; the summary row's report
+ * prints only once a candidate was seen. Registering the summary at the
+ * first candidate instead cost that D2H a pthread_once, whose first pass
+ * ends in a futex wake system call (glibc): 1-2 us on this project's CPU
+ * machine, several on the H200 machine's (firstcopy_run.py). */
+__attribute__((constructor)) static void register_rows(void)
 {
-    static const struct shim_module row = {.name = "bounce-warm", .at_start = warm};
-    shim_register(SHIM_ROW_BOUNCE_WARM, &row);
+    static const struct shim_module warm_row = {.name = "bounce-warm", .at_start = warm};
+    static const struct shim_module summary_row = {
+        .name = "bounce-summary",
+        .report = summary,
+        .reset = summary_reset,
+    };
+    shim_register(SHIM_ROW_BOUNCE_WARM, &warm_row);
+    shim_register(SHIM_ROW_BOUNCE_SUMMARY, &summary_row);
 }
 
 enum predict_verdict evidence_d2h(uintptr_t host, size_t bytes, CUdeviceptr src, int dev)
 {
-    bounce_register_summary();
     struct predict_pair p = predict_pair_of(host, bytes, (uintptr_t)src);
     pthread_mutex_lock(&watch_mu);
     enum predict_verdict v = predict_query(&table, &p);
@@ -106,7 +98,6 @@ bool evidence_d2h_unarmed(uintptr_t host, size_t bytes, CUdeviceptr src)
 {
     if (atomic_load_explicit(&armed, memory_order_relaxed) != 0)
         return false;
-    bounce_register_summary();
     pthread_mutex_lock(&watch_mu);
     bool unarmed = table.armed == 0;
     if (unarmed) {
@@ -151,7 +142,6 @@ void watch_d2h(const void *host, size_t bytes, int src_dev)
 {
     if (host == NULL || bytes == 0 || src_dev < 0 || src_dev >= P2PSHIM_MAX_DEVICES)
         return;
-    bounce_register_summary();
     pthread_mutex_lock(&watch_mu);
     predict_remember(&table, (uintptr_t)host, bytes, 0, src_dev);
     mirror();
