@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Attributes a one-off cost on a process's first large D2H (firstcopy.cu).
 
-Runs firstcopy in alternating processes per arm: no shim, no shim again
+Runs firstcopy in alternating processes per arm (in a shuffled order each
+round): no shim, no shim again
 (the A/A spread), the shim with its defaults, and the shim with parts
 turned off. Prints the median per arm of repetition 0 (the first copy) and
 of the later repetitions, for host time, event time and page faults, and
@@ -11,6 +12,7 @@ each arm's ratio to no shim.
 """
 import argparse
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -56,15 +58,18 @@ def main(argv):
     table = {}
     for kind in ("static", "shared"):
         prog = os.path.join(a.build_dir, "tools", "p2pbench", "firstcopy_" + kind)
+        order = arms(shim, a.diagnose)
+        rng = random.Random(1)
         for _ in range(a.procs):
-            for name, env in arms(shim, a.diagnose):
+            rng.shuffle(order)  # no arm always runs right after another
+            for name, env in order:
                 reps = run_once(prog, a.bytes, env)
                 cell = table.setdefault((kind, name), {"first": [], "later": []})
                 cell["first"].append(reps[0])
                 cell["later"].extend(reps[1:])
     print("%-7s %-16s %10s %10s %8s | %10s %10s %8s" % (
         "cudart", "arm", "1st host", "1st event", "1st flt", "host", "event", "flt"))
-    for (kind, name), cell in table.items():
+    for (kind, name), cell in sorted(table.items()):
         row = []
         for which in ("first", "later"):
             for key in ("host_us", "event_us", "faults"):
