@@ -87,6 +87,7 @@ struct p2pshim_config {
     size_t bounce_budget;         /* or, when that is 0, bytes per device */
     size_t bounce_chunk;          /* page multiple */
     size_t bounce_min;            /* 0: auto (bounce_copy.c's measured minimums) */
+    size_t link_idle_ms;          /* 0: the shim keeps its links; else idle time before release */
     /* pair_allowed[src][dst]: whether a copy from device src to device dst
      * may be upgraded. All true unless P2PSHIM_PAIRS says otherwise. */
     bool pair_allowed[P2PSHIM_MAX_DEVICES][P2PSHIM_MAX_DEVICES];

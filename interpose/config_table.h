@@ -62,6 +62,10 @@
         (CONFIG_BYTES(bounce_chunk, (size_t)4 << 10, (size_t)1 << 30,         \
                       (size_t)4 << 10),                                       \
          .def = (size_t)2 << 20,                                              \
-         .expect = "a multiple of 4K between 4K and 1G"))
+         .expect = "a multiple of 4K between 4K and 1G"))                     \
+    ROW(X, P2PSHIM_LINK_IDLE_MS,                                              \
+        "give back a peer link the shim enabled after this many ms unused (0: never)", \
+        (CONFIG_COUNT(link_idle_ms, 0, 86400000), .def = 0, .doc = "`0` (never)", \
+         .expect = "a count of milliseconds, 0 to 86400000"))
 
 #endif

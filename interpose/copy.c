@@ -3,6 +3,7 @@
 
 #include "bounce/bounce.h"
 #include "cupti_join.h"
+#include "link_life.h"
 #include "nvtx.h"
 #include "record.h"
 #include "resolve.h"
@@ -25,6 +26,8 @@ void copy_call_begin(const struct copy_call *call)
 
 void copy_call_end(const struct copy_call *call)
 {
+    if (link_life_pending(call))
+        link_life_after_issue(call);
     if (call->correlation != 0)
         cupti_pop();
     if (call->nvtx_range)
@@ -103,6 +106,7 @@ static void decide_and_act(struct copy_call *call, struct copy_end *src,
     const struct p2pshim_config *cfg = shim_config();
     if (want_cupti(cfg))
         cupti_start();
+    link_life_tick();
     struct route_decision d = upgrade_decide(call, src, dst, bytes, cfg);
     enum record_action action = RECORD_PASS;
     enum route_reason counted = d.reason;
@@ -116,6 +120,8 @@ static void decide_and_act(struct copy_call *call, struct copy_end *src,
         action = d.reason == ROUTE_UPGRADED ? RECORD_ENABLE_THEN_PASS : RECORD_PASS;
     }
     stats_count(src->route.device, dst->route.device, counted, bytes);
+    if (cfg->mode == P2PSHIM_MODE_UPGRADE && route_reason_is_upgrade(counted))
+        link_life_note_use(call, src->ctx, src->route.device, dst->ctx, dst->route.device);
     if (record_enabled())
         record_decision(call, src, dst, bytes, action, d.reason);
     if (route_reason_is_upgrade(counted) && !call->nvtx_range)

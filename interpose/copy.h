@@ -23,6 +23,9 @@ struct copy_call {
     bool per_thread;      /* a _ptds/_ptsz variant: how stream NULL reads */
     uint64_t correlation; /* CUPTI external id to push, 0 = none */
     bool nvtx_range;      /* an NVTX range is open for an upgraded copy */
+    /* An upgraded copy's link whose event is recorded after the driver
+     * call (link_life.h); NULL = none. */
+    CUcontext link_a, link_b;
 };
 
 /* What a wrapper does after considering a host<->device copy: call the

@@ -229,6 +229,35 @@ bool peer_shim_enable(CUcontext from_ctx, int from_dev, CUcontext to_ctx, int to
     return ok;
 }
 
+bool peer_shim_release(CUcontext from_ctx, CUcontext to_ctx)
+{
+    const struct driver_api *d = driver_api();
+    bool released = false;
+    pthread_mutex_lock(&enable_lock);
+    pthread_mutex_lock(&state_lock);
+    struct link_state *s = find_link(from_ctx, to_ctx);
+    bool shim_only = s != NULL && s->shim && !s->app;
+    pthread_mutex_unlock(&state_lock);
+    if (shim_only && d->ctx_push != NULL && d->ctx_pop != NULL && d->ctx_disable_peer != NULL &&
+        d->ctx_push(from_ctx) == CUDA_SUCCESS) {
+        CUcontext popped = NULL;
+        CUresult r = d->ctx_disable_peer(to_ctx);
+        d->ctx_pop(&popped);
+        /* Not enabled: gone by a path we did not see; ours no longer. */
+        released = r == CUDA_SUCCESS || r == CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
+        if (released) {
+            pthread_mutex_lock(&state_lock);
+            s = find_link(from_ctx, to_ctx);
+            if (s != NULL)
+                s->shim = false;
+            atomic_fetch_add(&generation, 1);
+            pthread_mutex_unlock(&state_lock);
+        }
+    }
+    pthread_mutex_unlock(&enable_lock);
+    return released;
+}
+
 /* The current context and its device, or false when there is none. */
 static bool current_ctx(CUcontext *ctx, int *dev)
 {

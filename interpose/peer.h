@@ -27,6 +27,13 @@ void peer_view(CUcontext from_ctx, int from_dev, CUcontext to_ctx, int to_dev,
  * never retried. Returns true when a direction is enabled afterwards. */
 bool peer_shim_enable(CUcontext from_ctx, int from_dev, CUcontext to_ctx, int to_dev);
 
+/* Gives back the shim's direction from_ctx -> to_ctx (disabled with
+ * from_ctx pushed, the current context restored) when the shim alone holds
+ * it: never a direction the program enabled. The caller has made sure no
+ * copy of the shim's on it is in flight (link_life.h). Returns true when
+ * the direction was the shim's alone and is now disabled. */
+bool peer_shim_release(CUcontext from_ctx, CUcontext to_ctx);
+
 /* The program's cuCtxEnablePeerAccess / cuCtxDisablePeerAccess, through
  * the real function given. */
 CUresult peer_app_enable(CUcontext peer, unsigned int flags,

@@ -280,7 +280,9 @@ static void write_entry(struct outbuf *o, const struct entry *e)
                       "\"ok\":%s,\"duration_ns\":%llu",
                    (unsigned long long)v->t_ns,
                    (unsigned)v->what < LOG_EVENT_COUNT ? event_names[v->what] : "?", v->from,
-                   v->to, v->what == LOG_EVENT_PEER_ENABLE ? "true" : "false",
+                   v->to,
+                   v->what == LOG_EVENT_PEER_ENABLE || v->what == LOG_EVENT_PEER_RELEASE ? "true"
+                                                                                         : "false",
                    (unsigned long long)v->duration_ns);
         if (v->detail[0]) {
             out_printf(o, ",");

@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "link_life.h"
 #include "log.h"
 #include "ownership.h"
 #include "peer.h"
@@ -22,6 +23,12 @@ static _Thread_local int guard_depth;
 
 /* Modules that start with the shim. record's handlers return at once when
  * no run log is open. */
+static const struct shim_module links_row = {
+    .name = "links",
+    .fork_prepare = link_life_fork_prepare,
+    .fork_parent = link_life_fork_parent,
+    .fork_child = link_life_fork_child,
+};
 static const struct shim_module peer_row = {
     .name = "peer",
     .at_start = peer_warm_thread,
@@ -166,6 +173,7 @@ struct handlers {
     [row] = {late_prepare_##row, late_parent_##row, late_child_##row, late_exit_##row}
 
 LATE_HANDLERS(SHIM_ROW_BOUNCE)
+LATE_HANDLERS(SHIM_ROW_LINKS)
 LATE_HANDLERS(SHIM_ROW_PEER)
 LATE_HANDLERS(SHIM_ROW_OWNERSHIP)
 LATE_HANDLERS(SHIM_ROW_RECORD)
@@ -175,13 +183,14 @@ LATE_HANDLERS(SHIM_ROW_ALLOC)
 LATE_HANDLERS(SHIM_ROW_BOUNCE_SUMMARY)
 LATE_HANDLERS(SHIM_ROW_BOUNCE_WARM)
 static const struct handlers late[SHIM_ROW_COUNT] = {
-    LATE_ENTRY(SHIM_ROW_BOUNCE),         LATE_ENTRY(SHIM_ROW_PEER),
+    LATE_ENTRY(SHIM_ROW_BOUNCE),         LATE_ENTRY(SHIM_ROW_LINKS),
+    LATE_ENTRY(SHIM_ROW_PEER),
     LATE_ENTRY(SHIM_ROW_OWNERSHIP),      LATE_ENTRY(SHIM_ROW_RECORD),
     LATE_ENTRY(SHIM_ROW_THREAD_ID),      LATE_ENTRY(SHIM_ROW_STATS),
     LATE_ENTRY(SHIM_ROW_ALLOC),
     LATE_ENTRY(SHIM_ROW_BOUNCE_SUMMARY), LATE_ENTRY(SHIM_ROW_BOUNCE_WARM),
 };
-_Static_assert(SHIM_ROW_COUNT == 9, "one LATE_HANDLERS and LATE_ENTRY per row");
+_Static_assert(SHIM_ROW_COUNT == 10, "one LATE_HANDLERS and LATE_ENTRY per row");
 
 static bool has_handlers(const struct shim_module *m)
 {
@@ -208,6 +217,7 @@ void shim_register(enum shim_row row, const struct shim_module *module)
 /* Installs the start-up rows and the process's handlers for them. */
 static void start_table(void)
 {
+    shim_register(SHIM_ROW_LINKS, &links_row);
     shim_register(SHIM_ROW_PEER, &peer_row);
     shim_register(SHIM_ROW_OWNERSHIP, &ownership_row);
     shim_register(SHIM_ROW_RECORD, &record_row);

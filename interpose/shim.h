@@ -28,6 +28,8 @@ const struct p2pshim_config *shim_config(void);
  *                            driver calls, so it runs before any lock below
  *                            is taken; exits first, filling them for later
  *                            readers while the contexts still exist
+ *   SHIM_ROW_LINKS           the shim's links' uses and events (link_life.c):
+ *                            its lock, taken before peer.c's
  *   SHIM_ROW_PEER            enabled pairs (peer.c): its locks
  *   SHIM_ROW_OWNERSHIP       the ownership table (ownership.c): its locks
  *   SHIM_ROW_RECORD          the run log (record.c): drained and footed at
@@ -71,6 +73,7 @@ struct shim_module {
 
 enum shim_row {
     SHIM_ROW_BOUNCE,
+    SHIM_ROW_LINKS,
     SHIM_ROW_PEER,
     SHIM_ROW_OWNERSHIP,
     SHIM_ROW_RECORD,

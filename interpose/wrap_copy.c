@@ -5,6 +5,7 @@
  * replacement (bounce.h). */
 #include "copy.h"
 #include "hooks.h"
+#include "link_life.h"
 #include "shim.h"
 
 /* `act` sees `call` (the variant, its stream and per-thread flag) and
@@ -18,7 +19,7 @@
         if (real == NULL)                                                     \
             return CUDA_ERROR_NOT_INITIALIZED;                                \
         struct copy_call call_ = {HOOK_##name, (stream_expr),                 \
-                                  HOOK_PER_THREAD_##name, 0, false};          \
+                                  HOOK_PER_THREAD_##name, 0, false, NULL, NULL}; \
         struct copy_call *call = &call_;                                      \
         if (!shim_begin())                                                    \
             return real args;                                                 \
@@ -26,7 +27,8 @@
         shim_end();                                                           \
         if (act_.replaced)                                                    \
             return act_.rc;                                                   \
-        if (call_.correlation == 0 && !call_.nvtx_range)                      \
+        if (call_.correlation == 0 && !call_.nvtx_range &&                    \
+            !link_life_pending(call))                                         \
             return real args;                                                 \
         copy_call_begin(call);                                                \
         CUresult r_ = real args;                                              \

@@ -4,9 +4,20 @@
 #include "copy.h"
 #include "driver.h"
 #include "hooks.h"
+#include "link_life.h"
 #include "ownership.h"
 #include "peer.h"
 #include "shim.h"
+
+/* The current context, or NULL. */
+static CUcontext current_ctx(void)
+{
+    const struct driver_api *d = driver_api();
+    CUcontext ctx = NULL;
+    if (d->ctx_get_current == NULL || d->ctx_get_current(&ctx) != CUDA_SUCCESS)
+        return NULL;
+    return ctx;
+}
 
 P2PSHIM_EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags)
 {
@@ -16,6 +27,10 @@ P2PSHIM_EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned in
     if (!shim_begin())
         return real(peerContext, Flags);
     CUresult r = peer_app_enable(peerContext, Flags, real);
+    /* The shim's own links count against the peer limit: the program gets
+     * the slot it would have had without them. */
+    while (r == CUDA_ERROR_TOO_MANY_PEERS && link_life_make_room(current_ctx(), peerContext))
+        r = peer_app_enable(peerContext, Flags, real);
     shim_end();
     return r;
 }
@@ -37,6 +52,7 @@ P2PSHIM_EXPORT CUresult cuCtxDisablePeerAccess(CUcontext peerContext)
 static void forget_device(int dev)
 {
     if (shim_begin()) {
+        link_life_forget_device(dev);
         peer_forget_device(dev);
         ownership_remove_device(dev);
         shim_end();
@@ -94,6 +110,7 @@ P2PSHIM_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
     before_ctx_gone(ctx, -1);
     CUresult r = real(ctx);
     if (r == CUDA_SUCCESS && shim_begin()) {
+        link_life_forget_ctx(ctx);
         peer_forget_ctx(ctx);
         ownership_remove_ctx(ctx);
         shim_end();

@@ -11,6 +11,7 @@
 #include "config.h"
 #include "driver.h"
 #include "hooks.h"
+#include "link_life.h"
 #include "log.h"
 #include "record.h"
 #include "resolve.h"
@@ -34,8 +35,12 @@ static void link_for(const struct copy_call *call, const struct snap *s,
     struct copy_end from = {{true, MEM_KIND_DEVICE, s->buf.dev}, s->buf.ctx};
     struct copy_end to = {{true, dst->kind, dst->device}, dst->ctx};
     struct route_decision d = upgrade_decide(call, &from, &to, bytes, config_get());
+    enum route_reason reason = d.reason;
     if (d.action == ROUTE_ENABLE_THEN_PASS)
-        upgrade_enable(&d, &from, &to);
+        reason = upgrade_enable(&d, &from, &to);
+    /* Its pieces are issued later, by this module: no event covers them. */
+    if (route_reason_is_upgrade(reason))
+        link_life_note_use(NULL, from.ctx, from.route.device, to.ctx, to.route.device);
 }
 
 /* Splits [h, h+n) into pieces from snapshots and from the host. false

@@ -606,9 +606,23 @@ SD_API CUresult CUDAAPI cuEventSynchronize(CUevent hEvent)
 {
     SD_BODY(event_sync(hEvent));
 }
+/* A query of work still queued answers not ready, as a GPU that has not
+ * reached it yet would, and then runs that work (the stand-in runs queued
+ * work only when something looks at it: a loop polling an event ends). */
+static CUresult event_query(CUevent ev)
+{
+    struct CUevent_st *e = find_event(ev);
+    if (!e)
+        return CUDA_ERROR_INVALID_HANDLE;
+    struct CUstream_st *s;
+    if (!event_pending(e, &s))
+        return CUDA_SUCCESS;
+    sd_run_until(s, e->seq);
+    return CUDA_ERROR_NOT_READY;
+}
 SD_API CUresult CUDAAPI cuEventQuery(CUevent hEvent)
 {
-    SD_BODY(event_sync(hEvent));
+    SD_BODY(event_query(hEvent));
 }
 
 static CUresult event_destroy(CUevent ev)

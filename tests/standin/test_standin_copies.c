@@ -53,6 +53,11 @@ void test_ordering(void)
     /* Events order streams: nb waits for blk's record. */
     CUevent ev;
     OK(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+    OK(cuMemsetD8Async(b, 0x11, n, blk));
+    OK(cuEventRecord(ev, blk));
+    CHECK(cuEventQuery(ev) == CUDA_ERROR_NOT_READY); /* queued: not reached yet */
+    CHECK(standin_pending_ops() == 0);               /* ... and run after the query */
+    OK(cuEventQuery(ev));
     OK(cuMemsetD8Async(b, 7, n, blk));
     OK(cuEventRecord(ev, blk));
     OK(cuStreamWaitEvent(nb, ev, 0));

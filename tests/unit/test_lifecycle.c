@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "../check.h"
+#include "link_life.h"
 #include "peer.h"
 #include "record.h"
 #include "shim.h"
@@ -53,6 +54,9 @@ STAND_IN(stats_report, "Tr ")
 STAND_IN(stats_reset, "Tz ")
 STAND_IN(peer_warm_thread, "Pw ")
 STAND_IN(stats_warm, "Tw ")
+STAND_IN(link_life_fork_prepare, "Kp ")
+STAND_IN(link_life_fork_parent, "Ko ")
+STAND_IN(link_life_fork_child, "Kc ")
 
 void record_open(const char *pattern, const char *mode, size_t limit)
 {
@@ -108,7 +112,7 @@ int main(void)
     if (pid == 0) {
         /* prepare: the bounce row above the start-up ones; the child runs
          * them bottom to top, then every reset. */
-        const char *want = "Lp Pp Ep Ec Rc Pr Ez Tz Sz Lc ";
+        const char *want = "Lp Kp Pp Ep Ec Rc Pr Kc Ez Tz Sz Lc ";
         if (strcmp(trace, want) != 0) {
             fprintf(stderr, "FAIL child order \"%s\", want \"%s\"\n", trace, want);
             _exit(1);
@@ -118,7 +122,7 @@ int main(void)
     int status = 0;
     REQUIRE(waitpid(pid, &status, 0) == pid);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    CHECK_MSG(strcmp(trace, "Lp Pp Ep Eo Pr Lo ") == 0, "parent order \"%s\"", trace);
+    CHECK_MSG(strcmp(trace, "Lp Kp Pp Ep Eo Pr Ko Lo ") == 0, "parent order \"%s\"", trace);
     trace[0] = '\0';
     return check_report();
 }
