@@ -62,6 +62,15 @@
         (CONFIG_BYTES(bounce_chunk, (size_t)4 << 10, (size_t)1 << 30,         \
                       (size_t)4 << 10),                                       \
          .def = (size_t)2 << 20,                                              \
-         .expect = "a multiple of 4K between 4K and 1G"))
+         .expect = "a multiple of 4K between 4K and 1G"))                    \
+    ROW(X, P2PSHIM_TRUST, "check (default): test a pair's link once before its " \
+        "first upgrade; skip; or recheck (ignore the cached verdicts)",       \
+        (CONFIG_ENUM(trust, p2pshim_trust_names, "trust setting"),            \
+         .def = P2PSHIM_TRUST_CHECK))                                         \
+    ROW(X, P2PSHIM_TRUST_FILE, "the link verdicts' cache file; %p is the pid, " \
+        "%h the host",                                                        \
+        (CONFIG_PATH(trust_file),                                             \
+         .doc = "`$XDG_CACHE_HOME/p2pshim/trust`, else `~/.cache/p2pshim/trust`", \
+         .kept = "keeping the default place"))
 
 #endif
