@@ -46,7 +46,7 @@ static enum trust_verdict probe(CUcontext from_ctx, int from_dev, CUcontext to_c
                                 int to_dev, char *note, size_t note_len, bool *keep)
 {
     struct trust_probe p;
-    enum peer_check_result r = PEER_CHECK_NOT_RUN;
+    enum peer_check_result r = PEER_CHECK_REFUSED;
     if (trust_probe_open(&p, from_ctx, to_ctx)) {
         struct peer_check check = trust_probe_check(&p);
         r = peer_shim_enable_checked(from_ctx, from_dev, to_ctx, to_dev, &check);

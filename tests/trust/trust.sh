@@ -115,6 +115,12 @@ cache-corrupt)
     run garbled STANDIN_LINK_CORRUPT=0:1; expect_staged garbled link-untrusted
     expect_work garbled 2
     grep -q 'warning: .*not link verdicts' "$tmp/garbled.err" || fail "garbled: no warning" ;;
+no-room)
+    # No device memory for the check's buffers: unchecked is untrusted, for
+    # this process only (nothing cached).
+    run no_room STANDIN_ARENA_MB=2; expect_staged no_room link-untrusted
+    grep -q 'could not be set up' "$tmp/no_room.err" || fail "no_room: not said"
+    [ -e "$cache" ] && fail "no_room: a verdict was cached" ;;
 skip)
     run skip P2PSHIM_TRUST=skip; expect_upgraded skip; expect_work skip 0
     [ -e "$cache" ] && fail "skip: a cache was written" ;;
