@@ -32,13 +32,14 @@ function(p2pshim_add_test)
   endif()
   if(T_STANDIN)
     list(APPEND env "LD_LIBRARY_PATH=${P2PSHIM_STANDIN_DIR}")
-    # The link check before a pair's first upgrade (docs/TRUST.md) does
-    # copies, allocations and events of its own, which the stand-in counts
-    # with the program's; tests that count the program's exactly run
-    # without it. tests/trust checks it, and sets P2PSHIM_TRUST itself.
-    if(NOT "${T_ENV}" MATCHES "P2PSHIM_TRUST=")
-      list(APPEND env "P2PSHIM_TRUST=skip")
-    endif()
+  endif()
+  # The link check before a pair's first upgrade (docs/TRUST.md) does
+  # copies, allocations and events of its own, which the stand-in counts
+  # with the program's, and keeps verdicts in the user's cache: tests that
+  # count the program's work exactly run without it. tests/trust checks
+  # it, and sets P2PSHIM_TRUST itself.
+  if(NOT "${T_ENV}" MATCHES "P2PSHIM_TRUST=")
+    list(APPEND env "P2PSHIM_TRUST=skip")
   endif()
   if(P2PSHIM_SANITIZE STREQUAL "address")
     # Programs that are not instrumented run with the runtime preloaded.

@@ -1,7 +1,7 @@
 /* A stand-in NVML (libnvidia-ml.so.1) for the CPU tier: the handful of
  * functions the shim's link check calls, for the stand-in driver's
- * devices, named by the PCI bus ids it gives ("0000:18:00.0" for device
- * 0, then 0x10 more per ordinal). Environment, read at each nvmlInit_v2:
+ * devices, named by the PCI bus ids it gives ("0000:10:00.0" for device
+ * 0, then one more per ordinal). Environment, read at each nvmlInit_v2:
  *   STANDIN_DEVICES=N            as the driver's (default 2)
  *   STANDIN_NVML_P2P_NO=a:b,...  P2P read and write status between a and b
  *                                (either way) is NVML_P2P_STATUS_NOT_SUPPORTED
@@ -74,7 +74,7 @@ nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *bus, nvmlDevice_t *dev
         return NVML_ERROR_INVALID_ARGUMENT;
     for (int i = 0; i < ndev; i++) {
         char id[32];
-        snprintf(id, sizeof id, "0000:%02X:00.0", 0x18 + 0x10 * (unsigned)i);
+        snprintf(id, sizeof id, "0000:%02X:00.0", 0x10 + (unsigned)i);
         if (strcasecmp(id, bus) == 0) {
             *device = &devices[i];
             return NVML_SUCCESS;

@@ -100,7 +100,7 @@ cache-foreign)
     echo "$good_line" | sed 's/boot=[^ ]*/boot=00000000-0000-0000-0000-000000000000/' >"$cache"
     run other_boot STANDIN_LINK_CORRUPT=0:1; expect_staged other_boot link-untrusted
     expect_work other_boot 2
-    echo "$good_line" | sed 's/@0000:18:00.0/@0000:99:00.0/' >"$cache"
+    echo "$good_line" | sed 's/@0000:10:00.0/@0000:99:00.0/' >"$cache"
     run other_devices STANDIN_LINK_CORRUPT=0:1; expect_staged other_devices link-untrusted
     expect_work other_devices 2
     echo "$good_line" >"$tmp/elsewhere"; rm -f "$cache"; ln -s "$tmp/elsewhere" "$cache"
