@@ -38,6 +38,13 @@
     X(P2PSHIM_BOUNCE_LAZY, "lazy")                                            \
     X(P2PSHIM_BOUNCE_EAGER, "eager")                                          \
     X(P2PSHIM_BOUNCE_OFF, "off")
+/* check: validate a pair's link once before its first upgrade (docs/TRUST.md);
+ * skip: trust cuDeviceCanAccessPeer alone; recheck: validate again, replacing
+ * what the cache holds. */
+#define P2PSHIM_TRUST_NAMES(X)                                                \
+    X(P2PSHIM_TRUST_CHECK, "check")                                           \
+    X(P2PSHIM_TRUST_SKIP, "skip")                                             \
+    X(P2PSHIM_TRUST_RECHECK, "recheck")
 /* Ordered: a message is written when its level <= the threshold. */
 #define P2PSHIM_LOG_LEVEL_NAMES(X)                                            \
     X(P2PSHIM_LOG_ERROR, "error")                                             \
@@ -57,6 +64,8 @@ enum p2pshim_mode { P2PSHIM_MODE_NAMES(P2PSHIM_ENUMERATOR_) P2PSHIM_MODE_COUNT }
  * lazy. */
 enum p2pshim_bounce { P2PSHIM_BOUNCE_NAMES(P2PSHIM_ENUMERATOR_) P2PSHIM_BOUNCE_COUNT };
 
+enum p2pshim_trust { P2PSHIM_TRUST_NAMES(P2PSHIM_ENUMERATOR_) P2PSHIM_TRUST_COUNT };
+
 enum p2pshim_log_level {
     P2PSHIM_LOG_LEVEL_NAMES(P2PSHIM_ENUMERATOR_) P2PSHIM_LOG_LEVEL_COUNT
 };
@@ -65,6 +74,7 @@ enum p2pshim_log_level {
 extern const char *const p2pshim_mode_names[P2PSHIM_MODE_COUNT];
 extern const char *const p2pshim_bounce_names[P2PSHIM_BOUNCE_COUNT];
 extern const char *const p2pshim_log_level_names[P2PSHIM_LOG_LEVEL_COUNT];
+extern const char *const p2pshim_trust_names[P2PSHIM_TRUST_COUNT];
 
 /* The index of text in names[0..count), in any case, or -1. */
 int config_name_find(const char *const *names, int count, const char *text);
@@ -88,6 +98,8 @@ struct p2pshim_config {
     size_t bounce_chunk;          /* page multiple */
     size_t bounce_min;            /* 0: auto (bounce_copy.c's measured minimums) */
     size_t link_idle_ms;          /* 0: the shim keeps its links; else idle time before release */
+    enum p2pshim_trust trust;
+    char trust_file[512];         /* "" = the default place (trust_cache.h) */
     /* pair_allowed[src][dst]: whether a copy from device src to device dst
      * may be upgraded. All true unless P2PSHIM_PAIRS says otherwise. */
     bool pair_allowed[P2PSHIM_MAX_DEVICES][P2PSHIM_MAX_DEVICES];

@@ -13,6 +13,8 @@ const char *const p2pshim_bounce_names[P2PSHIM_BOUNCE_COUNT] = {
     P2PSHIM_BOUNCE_NAMES(NAME_)};
 const char *const p2pshim_log_level_names[P2PSHIM_LOG_LEVEL_COUNT] = {
     P2PSHIM_LOG_LEVEL_NAMES(NAME_)};
+const char *const p2pshim_trust_names[P2PSHIM_TRUST_COUNT] = {
+    P2PSHIM_TRUST_NAMES(NAME_)};
 
 int config_name_find(const char *const *names, int count, const char *text)
 {

@@ -66,6 +66,15 @@
     ROW(X, P2PSHIM_LINK_IDLE_MS,                                              \
         "give back a peer link the shim enabled after this many ms unused (0: never)", \
         (CONFIG_COUNT(link_idle_ms, 0, 86400000), .def = 0, .doc = "`0` (never)", \
-         .expect = "a count of milliseconds, 0 to 86400000"))
+         .expect = "a count of milliseconds, 0 to 86400000"))                 \
+    ROW(X, P2PSHIM_TRUST, "check (default): test a pair's link once before its " \
+        "first upgrade; skip; or recheck (ignore the cached verdicts)",       \
+        (CONFIG_ENUM(trust, p2pshim_trust_names, "trust setting"),            \
+         .def = P2PSHIM_TRUST_CHECK))                                         \
+    ROW(X, P2PSHIM_TRUST_FILE, "the link verdicts' cache file; %p is the pid, " \
+        "%h the host",                                                        \
+        (CONFIG_PATH(trust_file),                                             \
+         .doc = "`$XDG_CACHE_HOME/p2pshim/trust`, else `~/.cache/p2pshim/trust`", \
+         .kept = "keeping the default place"))
 
 #endif

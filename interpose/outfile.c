@@ -87,6 +87,23 @@ static int refuse(int fd, const char *reason, char *why, size_t why_len)
     return -1;
 }
 
+/* The checks after open: a regular file of the effective user (truncated
+ * when trunc, only then), O_NONBLOCK cleared; else closed, -1 and why. */
+static int accept_opened(int fd, int trunc, char *why, size_t why_len)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return refuse(fd, NULL, why, why_len);
+    if (!S_ISREG(st.st_mode))
+        return refuse(fd, "not a regular file", why, why_len);
+    if (st.st_uid != geteuid())
+        return refuse(fd, "owned by another user", why, why_len);
+    if (trunc && ftruncate(fd, 0) != 0)
+        return refuse(fd, NULL, why, why_len);
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    return fd;
+}
+
 int outfile_open(const char *path, int extra_flags, char *why, size_t why_len)
 {
     int saved = errno;
@@ -102,17 +119,24 @@ int outfile_open(const char *path, int extra_flags, char *why, size_t why_len)
         errno = saved;
         return -1;
     }
-    struct stat st;
-    if (fstat(fd, &st) != 0)
-        fd = refuse(fd, NULL, why, why_len);
-    else if (!S_ISREG(st.st_mode))
-        fd = refuse(fd, "not a regular file", why, why_len);
-    else if (st.st_uid != geteuid())
-        fd = refuse(fd, "owned by another user", why, why_len);
-    else if ((extra_flags & O_TRUNC) && ftruncate(fd, 0) != 0)
-        fd = refuse(fd, NULL, why, why_len);
-    else
-        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    fd = accept_opened(fd, extra_flags & O_TRUNC, why, why_len);
+    errno = saved;
+    return fd;
+}
+
+int outfile_open_read(const char *path, char *why, size_t why_len)
+{
+    int saved = errno;
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        if (errno == ELOOP)
+            snprintf(why, why_len, "a symbolic link (not followed)");
+        else
+            say_errno(errno, why, why_len);
+        errno = saved;
+        return -1;
+    }
+    fd = accept_opened(fd, 0, why, why_len);
     errno = saved;
     return fd;
 }

@@ -32,4 +32,9 @@ bool outfile_expand(const char *pattern, char *out, size_t len);
  * by another user", or strerror's text). errno is preserved. */
 int outfile_open(const char *path, int extra_flags, char *why, size_t why_len);
 
+/* outfile_open's checks for reading an existing file: the same refusals
+ * (a symbolic link, not a regular file, another user's), nothing created;
+ * "No such file or directory" in why when there is none (errno kept). */
+int outfile_open_read(const char *path, char *why, size_t why_len);
+
 #endif

@@ -258,6 +258,51 @@ bool peer_shim_release(CUcontext from_ctx, CUcontext to_ctx)
     return released;
 }
 
+/* One real disable of from -> to with from pushed. */
+static void disable_direction(CUcontext from, CUcontext to)
+{
+    const struct driver_api *d = driver_api();
+    CUcontext popped = NULL;
+    if (d->ctx_push == NULL || d->ctx_pop == NULL || d->ctx_disable_peer == NULL ||
+        d->ctx_push(from) != CUDA_SUCCESS)
+        return;
+    d->ctx_disable_peer(to);
+    d->ctx_pop(&popped);
+}
+
+enum peer_check_result peer_shim_enable_checked(CUcontext from_ctx, int from_dev,
+                                                CUcontext to_ctx, int to_dev,
+                                                const struct peer_check *check)
+{
+    struct route_link now;
+    pthread_mutex_lock(&enable_lock);
+    read_view(from_ctx, from_dev, to_ctx, to_dev, &now);
+    if (now.app_enabled || now.shim_any || now.failed) {
+        pthread_mutex_unlock(&enable_lock);
+        return PEER_CHECK_NOT_RUN;
+    }
+    if (!check->staged(check->arg)) {
+        pthread_mutex_unlock(&enable_lock);
+        return PEER_CHECK_REFUSED;
+    }
+    CUresult r = enable_direction(from_ctx, to_ctx);
+    if (r != CUDA_SUCCESS && r != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) {
+        pthread_mutex_unlock(&enable_lock);
+        return PEER_CHECK_NOT_RUN;
+    }
+    enum peer_check_result out = PEER_CHECK_REFUSED;
+    if (check->linked(check->arg)) {
+        out = PEER_CHECK_ENABLED;
+        bool ok = mark_enabled(from_ctx, from_dev, to_ctx, to_dev);
+        LOG_INFO("enabled peer access %d->%d for cross-GPU copies", from_dev, to_dev);
+        stats_count_enable(from_dev, to_dev, ok);
+    } else if (r == CUDA_SUCCESS) {
+        disable_direction(from_ctx, to_ctx);
+    }
+    pthread_mutex_unlock(&enable_lock);
+    return out;
+}
+
 /* The current context and its device, or false when there is none. */
 static bool current_ctx(CUcontext *ctx, int *dev)
 {

@@ -33,6 +33,30 @@ bool peer_shim_enable(CUcontext from_ctx, int from_dev, CUcontext to_ctx, int to
  * copy of the shim's on it is in flight (link_life.h). Returns true when
  * the direction was the shim's alone and is now disabled. */
 bool peer_shim_release(CUcontext from_ctx, CUcontext to_ctx);
+/* A check of a link around the shim's first enable of it (trust.h):
+ * staged(arg) runs while no direction between the two contexts is
+ * enabled, linked(arg) right after from -> to is; each returns false to
+ * refuse the link. */
+struct peer_check {
+    bool (*staged)(void *arg);
+    bool (*linked)(void *arg);
+    void *arg;
+};
+
+enum peer_check_result {
+    PEER_CHECK_ENABLED,  /* checked and enabled for the shim, as peer_shim_enable */
+    PEER_CHECK_REFUSED,  /* a check said no: left as it was, nothing remembered */
+    PEER_CHECK_NOT_RUN,  /* a direction between the two is already enabled or
+                          * failed, or the enable failed: peer_shim_enable decides */
+};
+
+/* peer_shim_enable's first enable between two contexts, with check run
+ * around it under the enable lock, so that the program's own enable or
+ * disable cannot come in between. A refused direction this call enabled is
+ * disabled again before the lock is let go: no copy has used it. */
+enum peer_check_result peer_shim_enable_checked(CUcontext from_ctx, int from_dev,
+                                                CUcontext to_ctx, int to_dev,
+                                                const struct peer_check *check);
 
 /* The program's cuCtxEnablePeerAccess / cuCtxDisablePeerAccess, through
  * the real function given. */

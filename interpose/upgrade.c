@@ -4,6 +4,7 @@
 #include "nvtx.h"
 #include "peer.h"
 #include "record.h"
+#include "trust.h"
 
 /* The device whose context issues a copy, or -1. Asked for cross-GPU
  * copies only (a driver call or two). */
@@ -46,6 +47,12 @@ enum route_reason upgrade_enable(const struct route_decision *d, const struct co
     const struct copy_end *from = d->enable_from == src->route.device ? src : dst;
     const struct copy_end *to = from == src ? dst : src;
     bool have_ctx = from->ctx != NULL && to->ctx != NULL;
+    if (have_ctx) {
+        enum route_reason trusted =
+            trust_link(from->ctx, from->route.device, to->ctx, to->route.device);
+        if (trusted != ROUTE_UPGRADED)
+            return trusted;
+    }
     uint64_t t0 = record_now_ns();
     bool ok = have_ctx &&
               peer_shim_enable(from->ctx, from->route.device, to->ctx, to->route.device);

@@ -31,9 +31,11 @@ struct route_decision upgrade_decide(const struct copy_call *call, const struct 
 /* Enables the direction of d (a ROUTE_ENABLE_THEN_PASS decision for src
  * and dst): the peer link (peer.h: counted, failures remembered), a
  * "peer-enable" or "peer-enable-failed" run-log event and an NVTX mark.
- * Returns the copy's reason afterwards: ROUTE_UPGRADED when a direction
- * serves, ROUTE_ENABLE_FAILED when none could be enabled, ROUTE_SHIM_ERROR
- * when an end's context is unknown. */
+ * The link is checked first, once per pair (trust.h). Returns the copy's
+ * reason afterwards: ROUTE_UPGRADED when a direction serves,
+ * ROUTE_LINK_UNTRUSTED or ROUTE_LINK_SLOWER when the link failed its check
+ * (nothing enabled), ROUTE_ENABLE_FAILED when none could be enabled,
+ * ROUTE_SHIM_ERROR when an end's context is unknown. */
 enum route_reason upgrade_enable(const struct route_decision *d, const struct copy_end *src,
                                  const struct copy_end *dst);
 

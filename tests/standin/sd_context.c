@@ -98,6 +98,22 @@ SD_API CUresult CUDAAPI cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
     SD_BODY(device_uuid(uuid, dev));
 }
 
+/* A PCI bus id per ordinal, "0000:10:00.0", "0000:11:00.0", ...: the
+ * same in every process. */
+static CUresult device_pci_bus_id(char *id, int len, CUdevice dev)
+{
+    if (!id || len <= 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!sd_valid_dev(dev))
+        return CUDA_ERROR_INVALID_DEVICE;
+    snprintf(id, (size_t)len, "0000:%02X:00.0", 0x10 + (unsigned)dev);
+    return CUDA_SUCCESS;
+}
+SD_API CUresult CUDAAPI cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev)
+{
+    SD_BODY(device_pci_bus_id(pciBusId, len, dev));
+}
+
 /* Values of an H200-like device for the attributes programs commonly ask;
  * every other valid attribute reads 0. */
 static int attribute_value(CUdevice_attribute a, CUdevice dev)

@@ -40,7 +40,12 @@ static int peer_path(const struct sd_alloc *x, const struct sd_alloc *y)
     return reachable_from(x, y->dev) || reachable_from(y, x->dev);
 }
 
-void sd_account(const struct sd_alloc *dst, const struct sd_alloc *src, size_t bytes)
+static uint64_t duration_ns(size_t bytes, unsigned gb_per_s)
+{
+    return 2000 + bytes / gb_per_s;
+}
+
+uint64_t sd_account(const struct sd_alloc *dst, const struct sd_alloc *src, size_t bytes)
 {
     struct standin_stats *st = &sd.stats;
     int dd = sd_mem_on_device(dst), sdv = sd_mem_on_device(src);
@@ -48,14 +53,18 @@ void sd_account(const struct sd_alloc *dst, const struct sd_alloc *src, size_t b
         if (dst->dev == src->dev) {
             st->same_device_copies++;
             st->same_device_bytes += bytes;
-        } else if (peer_path(dst, src)) {
+            return duration_ns(bytes, 1000);
+        }
+        if (peer_path(dst, src)) {
             st->peer_copies++;
             st->peer_bytes += bytes;
-        } else {
-            st->staged_copies++;
-            st->staged_bytes += bytes;
+            return duration_ns(bytes, sd.cfg.slow[src->dev][dst->dev] ? 5 : 400);
         }
-    } else if (dd) {
+        st->staged_copies++;
+        st->staged_bytes += bytes;
+        return duration_ns(bytes, 40);
+    }
+    if (dd) {
         st->h2d_copies++;
         st->h2d_bytes += bytes;
     } else if (sdv) {
@@ -65,6 +74,13 @@ void sd_account(const struct sd_alloc *dst, const struct sd_alloc *src, size_t b
         st->h2h_copies++;
         st->h2h_bytes += bytes;
     }
+    return duration_ns(bytes, 25);
+}
+
+int sd_link_corrupts(const struct sd_alloc *dst, const struct sd_alloc *src)
+{
+    return sd_mem_on_device(dst) && sd_mem_on_device(src) && dst->dev != src->dev &&
+           sd.cfg.corrupt[src->dev][dst->dev] && peer_path(dst, src);
 }
 
 /* ---- operands ---- */
@@ -128,8 +144,10 @@ static CUresult issue(const struct sd_xfer *x, const struct sd_alloc *da,
     if (!op)
         return CUDA_ERROR_OUT_OF_MEMORY;
     op->x = *x;
-    sd_account(da, sa, x->width * x->height * x->depth);
+    op->x.corrupt = sd_link_corrupts(da, sa);
+    uint64_t ns = sd_account(da, sa, x->width * x->height * x->depth);
     if (s) {
+        s->sim_ns += ns;
         sd_enqueue(s, op);
         if (!da || !sa)
             sd_run_until(s, op->seq);

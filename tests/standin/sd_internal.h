@@ -47,6 +47,10 @@ struct sd_config {
     int ndev;
     unsigned char can[SD_MAX_DEV][SD_MAX_DEV];   /* topology: i may access j */
     unsigned char fail[SD_MAX_DEV][SD_MAX_DEV];  /* injected enable failures */
+    unsigned char corrupt[SD_MAX_DEV][SD_MAX_DEV]; /* STANDIN_LINK_CORRUPT: peer
+                              * copies between i and j get wrong bytes */
+    unsigned char slow[SD_MAX_DEV][SD_MAX_DEV];  /* STANDIN_LINK_SLOW: peer copies
+                              * between i and j are slower than staged ones */
     int max_peers;
     size_t arena_bytes;
     int eager_nonblocking;   /* STANDIN_EAGER_NONBLOCKING=1: work on a non-blocking
@@ -87,6 +91,8 @@ struct sd_xfer {
     size_t width, height, depth;
     size_t dpitch, dslice, spitch, sslice;
     char *snapshot;   /* owned copy of the source, read at issue (or NULL) */
+    int corrupt;      /* a peer copy over a STANDIN_LINK_CORRUPT link: bytes
+                       * are flipped as they land */
 };
 
 struct sd_op {
@@ -110,6 +116,8 @@ struct CUstream_st {
     uint64_t thread;         /* SD_STREAM_PTDS: owning thread's key */
     struct sd_op *head, *tail;
     int capturing;           /* cuStreamBeginCapture .. cuStreamEndCapture */
+    uint64_t sim_ns;         /* the time model's clock: the simulated duration
+                              * of the async copies issued to it so far */
 };
 
 struct CUevent_st {
@@ -118,6 +126,7 @@ struct CUevent_st {
     unsigned flags;
     int recorded;
     uint64_t stream_id, seq; /* the record operation */
+    uint64_t sim_ns;         /* its stream's time-model clock at the record */
 };
 
 /* ---- memory (sd_memory.c, sd_vmm.c) ---- */
@@ -306,7 +315,15 @@ int sd_vmm_contains(uintptr_t p);
 uintptr_t sd_vmm_range(uintptr_t ptr, size_t *size);
 
 /* sd_copy.c: path accounting for one copy of `bytes` bytes. */
-void sd_account(const struct sd_alloc *dst, const struct sd_alloc *src, size_t bytes);
+/* Counts a copy in its class (standin_stats) and returns its simulated
+ * duration in the time model: a fixed 2 us per copy plus the bytes at the
+ * class's speed, in GB/s (bytes per ns): peer 400 (5 over a
+ * STANDIN_LINK_SLOW link), staged 40, host 25, same device 1000. Async
+ * copies add it to their stream's clock, which cuEventElapsedTime reads. */
+uint64_t sd_account(const struct sd_alloc *dst, const struct sd_alloc *src, size_t bytes);
+/* 1 when a copy between the two would be a peer copy over a
+ * STANDIN_LINK_CORRUPT link. */
+int sd_link_corrupts(const struct sd_alloc *dst, const struct sd_alloc *src);
 /* Operand checks. Known: [p, p+span) inside one allocation, else
  * CUDA_ERROR_INVALID_VALUE. Any: the same, except that memory outside the
  * stand-in's regions is pageable host memory (*out = NULL). */

@@ -126,6 +126,31 @@ static int parse_matrix(const char *s, int n, unsigned char can[SD_MAX_DEV][SD_M
     return *s == '\0';
 }
 
+/* A list "a:b,c:d" of device pairs from var into out[a][b] (and out[b][a]
+ * when both_ways). A bad list warns and stops where it went wrong. */
+static void read_pairs(const char *var, int n, unsigned char out[SD_MAX_DEV][SD_MAX_DEV],
+                       int both_ways)
+{
+    const char *f = getenv(var);
+    if (!f || !*f)
+        return;
+    const char *p = f;
+    while (*p) {
+        char *end;
+        long a = strtol(p, &end, 10);
+        if (end == p || *end != ':') { warn(var, f); break; }
+        p = end + 1;
+        long b = strtol(p, &end, 10);
+        if (end == p || (*end && *end != ',')) { warn(var, f); break; }
+        if (a >= 0 && a < n && b >= 0 && b < n) {
+            out[a][b] = 1;
+            if (both_ways)
+                out[b][a] = 1;
+        }
+        p = *end ? end + 1 : end;
+    }
+}
+
 void sd_read_config(struct sd_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
@@ -159,21 +184,9 @@ void sd_read_config(struct sd_config *cfg)
     if (!ok)
         warn("STANDIN_TOPOLOGY", t);
 
-    const char *f = getenv("STANDIN_FAIL_ENABLE");
-    if (f && *f) {
-        const char *p = f;
-        while (*p) {
-            char *end;
-            long a = strtol(p, &end, 10);
-            if (end == p || *end != ':') { warn("STANDIN_FAIL_ENABLE", f); break; }
-            p = end + 1;
-            long b = strtol(p, &end, 10);
-            if (end == p || (*end && *end != ',')) { warn("STANDIN_FAIL_ENABLE", f); break; }
-            if (a >= 0 && a < n && b >= 0 && b < n)
-                cfg->fail[a][b] = 1;
-            p = *end ? end + 1 : end;
-        }
-    }
+    read_pairs("STANDIN_FAIL_ENABLE", n, cfg->fail, 0);
+    read_pairs("STANDIN_LINK_CORRUPT", n, cfg->corrupt, 1);
+    read_pairs("STANDIN_LINK_SLOW", n, cfg->slow, 1);
 }
 
 /* ------------------------------------------------------------------ */

@@ -175,6 +175,13 @@ static void exec_copy(const struct sd_xfer *x)
         for (size_t y = 0; y < x->height; y++)
             memmove(dst + z * x->dslice + y * x->dpitch,
                     src + z * sslice + y * spitch, x->width);
+    /* A bad link: every 1000th byte of each row lands with its low bit
+     * flipped (a real one may drop, zero or repeat data; any wrong byte
+     * is what a check must catch). */
+    for (size_t z = 0; x->corrupt && z < x->depth; z++)
+        for (size_t y = 0; y < x->height; y++)
+            for (size_t i = 0; i < x->width; i += 1000)
+                dst[z * x->dslice + y * x->dpitch + i] ^= 1;
 }
 
 static void exec_memset(const struct sd_op *op)
@@ -580,6 +587,7 @@ static CUresult event_record(CUevent ev, CUstream h, int pt)
     e->recorded = 1;
     e->stream_id = s->id;
     e->seq = op->seq;
+    e->sim_ns = s->sim_ns;
     return CUDA_SUCCESS;
 }
 SD_API CUresult CUDAAPI cuEventRecord(CUevent hEvent, CUstream hStream)
@@ -623,6 +631,28 @@ static CUresult event_query(CUevent ev)
 SD_API CUresult CUDAAPI cuEventQuery(CUevent hEvent)
 {
     SD_BODY(event_query(hEvent));
+}
+
+/* The time model's milliseconds between two completed records (sd_account):
+ * the driver's errors for an event never recorded, one made without timing
+ * (invalid handle) and one whose work is still queued (not ready). */
+static CUresult event_elapsed(float *ms, CUevent start, CUevent end)
+{
+    struct CUevent_st *a = find_event(start), *b = find_event(end);
+    struct CUstream_st *s;
+    if (!ms)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!a || !b || !a->recorded || !b->recorded ||
+        ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (event_pending(a, &s) || event_pending(b, &s))
+        return CUDA_ERROR_NOT_READY;
+    *ms = (float)((double)((int64_t)b->sim_ns - (int64_t)a->sim_ns) / 1e6);
+    return CUDA_SUCCESS;
+}
+SD_API CUresult CUDAAPI cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd)
+{
+    SD_BODY(event_elapsed(pMilliseconds, hStart, hEnd));
 }
 
 static CUresult event_destroy(CUevent ev)

@@ -16,12 +16,24 @@
  *                            device a to one of device b fails with
  *                            CUDA_ERROR_PEER_ACCESS_UNSUPPORTED although
  *                            cuDeviceCanAccessPeer says 1
+ *   STANDIN_LINK_CORRUPT=a:b,...  a bad link: peer copies between devices
+ *                            a and b (either way) land with some bytes
+ *                            flipped; staged copies stay right
+ *   STANDIN_LINK_SLOW=a:b,...     a slow link: in the time model, peer
+ *                            copies between a and b run at 5 GB/s, staged
+ *                            ones at 40 (see cuEventElapsedTime)
  *   STANDIN_ARENA_MB=M       device memory per device (default 256)
  *   STANDIN_LEAK_REPORT=1    at every context's end (cuCtxDestroy, a
  *                            primary reset or last release) and at unload,
  *                            one line on stdout: what is still alive there
  *                            (allocations by kind with bytes, streams the
  *                            program created, events), as standin_leak_report
+ *
+ * Time model: cuEventElapsedTime answers simulated milliseconds, the sum
+ * of the async copies issued to the stream between the two records, each
+ * 2 us plus its bytes at its path's speed (peer 400 GB/s, staged 40, to or
+ * from the host 25, within a device 1000). Synchronous copies take no
+ * simulated time.
  *
  * All functions are thread-safe and callable before cuInit. */
 #ifndef P2PSHIM_STANDIN_H
