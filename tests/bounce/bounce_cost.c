@@ -1,0 +1,170 @@
+/* What a bounce loop costs the driver, round by round: the shim's device
+ * buffers, pinned buffers, streams and events for snapshots are paid when
+ * its first snapshot is taken and reused after, not bought per copy; a
+ * buffer that stops bouncing (the CPU reads it between the copies) stops
+ * paying; a loop that never bounces pays nothing at all.
+ *
+ * Loops, each over ROUNDS rounds of a D2H from device 0 then an H2D of the
+ * same bytes to device 1: a reused pageable buffer, a reused pinned buffer
+ * (16 MiB: the default pinned minimum), a fresh mmap'ed buffer each round
+ * (x.cpu().to() in a loop), and a reused pageable buffer the CPU reads in
+ * between. Per round the test counts the stand-in's calls that buy
+ * something (allocations, registrations, streams, events).
+ *
+ * "bounce_cost shim|noshim": one transcript line per round (the bytes'
+ * checksums), equal in both runs (compare.sh); under the shim it also
+ * checks the counts: nothing bought in round 1 (no evidence yet), nothing
+ * after the first snapshot's round, and bytes device to device from round
+ * 2 on in the bouncing loops. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "bt_common.h"
+
+#define ROUNDS 8
+
+static CUdeviceptr src0, dst1;
+
+/* Driver calls that allocate memory, register it or create streams: what
+ * "paying" means here. Events are not counted: the shim creates one per
+ * use of a snapshot today (3 a round for a pageable loop on the stand-in,
+ * 6 for a pinned one). */
+static uint64_t bought(void)
+{
+    static const char *const names[] = {
+        "cuMemAlloc_v2",     "cuMemAllocAsync",         "cuMemHostAlloc",
+        "cuMemAllocHost_v2", "cuMemHostRegister_v2",    "cuStreamCreate",
+        "cuStreamCreateWithPriority", "cuMemCreate",
+    };
+    uint64_t n = 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        n += standin_calls(names[i]);
+    return n;
+}
+
+static void line(const char *what, const unsigned char *h, size_t n)
+{
+    standin_flush_all();
+    printf("%s: host=%016llx device=%016llx\n", what, (unsigned long long)bt_fnv(h, n),
+           (unsigned long long)bt_fnv((const void *)(uintptr_t)dst1, n));
+}
+
+enum loop_kind { PAGEABLE, PINNED, FRESH, READ_BETWEEN };
+
+/* One loop; returns what each round bought (the program's own calls
+ * excluded: none of its calls in a round buys anything). */
+static void run_loop(enum loop_kind kind, const char *name, size_t n, uint64_t paid[ROUNDS],
+                     uint64_t dev_bytes[ROUNDS])
+{
+    unsigned char *p = malloc(n), *h = NULL;
+    void *pinned = NULL;
+    /* A source of its own: the predictor keys on the source address too,
+     * and an earlier loop's evidence must not carry over. */
+    CUdeviceptr src = src0 + (CUdeviceptr)kind * 4096;
+    PL_EXPECT(p != NULL, "malloc");
+    if (kind == PINNED) {
+        pl_use(bt_env.ctx[0]);
+        PL_OK(cuMemHostAlloc(&pinned, n, 0));
+        h = pinned;
+    } else if (kind != FRESH) {
+        h = malloc(n);
+        PL_EXPECT(h != NULL, "malloc");
+    }
+    for (int r = 0; r < ROUNDS; r++) {
+        unsigned char *f = NULL;
+        if (kind == FRESH) {
+            f = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            PL_EXPECT(f != MAP_FAILED, "mmap");
+            h = f;
+        }
+        bt_pattern(p, n, 700 + 10 * (int)kind + r);
+        bt_set_dev(src, p, n);
+        struct standin_stats s0;
+        standin_get_stats(&s0);
+        uint64_t before = bought();
+        pl_use(bt_env.ctx[0]);
+        PL_OK(cuMemcpyDtoH_v2(h, src, n));
+        if (kind == READ_BETWEEN)
+            bt_check_host(h, p, n, name);
+        pl_use(bt_env.ctx[1]);
+        PL_OK(cuMemcpyHtoD_v2(dst1, h, n));
+        pl_use(bt_env.ctx[0]);
+        paid[r] = bought() - before;
+        struct bt_paths d;
+        bt_paths_since(&s0, &d);
+        dev_bytes[r] = d.dev_bytes;
+        bt_check_dev(dst1, p, n, name);
+        char what[64];
+        snprintf(what, sizeof what, "%s, round %d", name, r + 1);
+        line(what, h, n);
+        if (f != NULL)
+            munmap(f, n); /* unmapped after: the next mmap may reuse it */
+    }
+    if (pinned != NULL)
+        PL_OK(cuMemFreeHost(pinned));
+    else if (kind != FRESH)
+        free(h);
+    free(p);
+}
+
+static void expect_paid_once(const char *name, const uint64_t paid[ROUNDS],
+                             const uint64_t dev_bytes[ROUNDS], bool bounces, size_t n)
+{
+    if (!bt_shim)
+        return;
+    PL_EXPECT(paid[0] == 0, "%s: round 1 (no evidence yet) bought %llu driver objects", name,
+              (unsigned long long)paid[0]);
+    /* The first snapshot's round may buy; every round after it buys
+     * nothing. */
+    int first = -1;
+    for (int r = 0; r < ROUNDS; r++)
+        if (first < 0 && paid[r] != 0)
+            first = r;
+    for (int r = first < 0 ? 0 : first + 1; r < ROUNDS; r++)
+        PL_EXPECT(paid[r] == 0, "%s: round %d bought %llu driver objects (first paid in round %d)",
+                  name, r + 1, (unsigned long long)paid[r], first + 1);
+    for (int r = 1; r < ROUNDS; r++) {
+        if (bounces)
+            PL_EXPECT(dev_bytes[r] >= n / 2, "%s: round %d moved %llu bytes device to device",
+                      name, r + 1, (unsigned long long)dev_bytes[r]);
+        else
+            PL_EXPECT(dev_bytes[r] == 0 && (r < 2 || paid[r] == 0),
+                      "%s: round %d moved %llu bytes device to device", name, r + 1,
+                      (unsigned long long)dev_bytes[r]);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    bt_init(argc, argv);
+    size_t big = (size_t)16 << 20;
+    src0 = pl_alloc(bt_env.ctx[0], big + 4 * 4096);
+    dst1 = pl_alloc(bt_env.ctx[1], big);
+    uint64_t paid[ROUNDS], dev[ROUNDS];
+    bool bounce = getenv("BT_NO_BOUNCE") == NULL;
+    size_t pageable = (size_t)1 << 20, pinned = big;
+
+    run_loop(PAGEABLE, "pageable loop", pageable, paid, dev);
+    expect_paid_once("pageable loop", paid, dev, bounce, pageable);
+    run_loop(PINNED, "pinned loop", pinned, paid, dev);
+    expect_paid_once("pinned loop", paid, dev, bounce, pinned);
+    run_loop(FRESH, "fresh buffer loop", pageable, paid, dev);
+    expect_paid_once("fresh buffer loop", paid, dev, bounce, pageable);
+    run_loop(READ_BETWEEN, "read between", pageable + 4096, paid, dev);
+    if (bt_shim) {
+        uint64_t after = 0;
+        for (int r = 3; r < ROUNDS; r++)
+            after += dev[r];
+        /* A wasted snapshot backs the key off: some rounds may still try
+         * (exponentially fewer), none pays for new objects after round 2. */
+        PL_EXPECT(dev[ROUNDS - 1] == 0 || after < (uint64_t)(ROUNDS - 3) * pageable,
+                  "read between: every round still bounced");
+        for (int r = 2; r < ROUNDS; r++)
+            PL_EXPECT(paid[r] == 0, "read between: round %d bought %llu driver objects", r + 1,
+                      (unsigned long long)paid[r]);
+    }
+    return pl_finish("bounce_cost");
+}
