@@ -332,6 +332,12 @@ int report_html_write(FILE *f, const char *log_path,
 /* The report as one JSON document (docs/report-schema.json), report_json.c. */
 #define REPORT_SCHEMA_VERSION 1
 int report_json_write(FILE *f, const char *log_path, const struct report_summary *s);
+/* report_matrix.c: the traffic matrix per host, GPUs by bus id and UUID;
+ * the data part's record for the host of GPU h (NULL unless h is its
+ * host's first GPU and some pair has traffic). */
+void report_matrix_text(FILE *f, const struct report_summary *s);
+void report_matrix_html(FILE *f, const struct report_summary *s);
+struct json_t *report_matrix_data(const struct report_summary *s, int h);
 /* The traffic between two GPUs of the summary's table (0: none). */
 int64_t report_pair_bytes(const struct report_summary *s, int src, int dst);
 /* report_svg.c: the two charts of the page. */

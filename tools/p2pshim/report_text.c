@@ -293,6 +293,11 @@ static void put_data_part(FILE *f, const struct report_summary *s,
         put_data(f, proc_json(report_log_file(s->log, i), &s->procs[i]));
     for (int i = 0; i < s->npairs; i++)
         put_data(f, pair_json("pair", &s->pairs[i]));
+    for (int h = 0; h < s->ngpus; h++) {
+        json_t *m = report_matrix_data(s, h);
+        if (m)
+            put_data(f, m);
+    }
     put_data(f, pair_json("total", &s->total));
     put_data(f, pair_json("local", &s->local));
     for (int i = -1; i < s->npairs; i++) {
@@ -345,6 +350,7 @@ int report_text_write(FILE *f, const char *log_path,
                                    sizeof name), &s->pairs[i], false);
     put_row(f, "total", &s->total, false);
     put_row(f, "local", &s->local, true);
+    report_matrix_text(f, s);
 
     fputs("\nDecisions by reason\n", f);
     for (int i = 0; i < s->npairs; i++)
