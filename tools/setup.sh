@@ -49,6 +49,7 @@ if [ "$tests" = 1 ]; then
     want dpkg-dev has dpkg-shlibdeps       # the .deb's dependencies (cpack)
     want rpm has rpmbuild                  # the .rpm (cpack), listed and installed
     want python3-venv python3 -c 'import ensurepip' 2>/dev/null   # the pip package's venv
+    want python3-jsonschema python3 -c 'import jsonschema' 2>/dev/null  # the JSON report's schema
     want groff-base has groff              # the man page rendered and checked
     want clang has clang                   # the fuzz targets (tests/fuzz), with
     want libclang-rt-dev fuzz_probe        # clang's libFuzzer runtime

@@ -13,6 +13,15 @@ its cross-GPU bytes are 3 * (r + 1) MiB. Standard library only.
   trace FILE N          the trace: N host processes with distinct real pids,
                         named by rank; no negative time
   prefix FILE N         stderr lines of N ranks: host:pid rRANK p2pshim:
+
+The srun case (tasks of `p2pdemo 1 2`, each 3 MiB from its device 0 to its
+device 1, under its own CUDA_VISIBLE_DEVICES):
+  logs-as-seen DIR N    N logs, ranks 0..N-1 (SLURM_PROCID), each header's
+                        devices in the order its CUDA_VISIBLE_DEVICES gives
+  json FILE N SCHEMA    `report --format json`: valid against SCHEMA, a row
+                        per rank, traffic merged on the right UUID pairs
+  matrix-text FILE N    the text report's matrix (data part and the page
+  matrix-html FILE N    table), by UUID, the same traffic
 """
 import glob
 import json
@@ -115,9 +124,106 @@ def check_prefix(path, n):
           "summary lines of ranks/pids %s" % sorted(seen))
 
 
+def uuid(k):
+    # The stand-in's UUIDs: "SDIN" and the device's index on the machine.
+    return "GPU-5344494e-0000-0000-0000-0000000000%02x" % k
+
+
+def headers(folder):
+    out = []
+    for path in sorted(glob.glob(os.path.join(folder, "*.jsonl"))):
+        with open(path) as f:
+            out.append(json.loads(f.readline()))
+    return out
+
+
+def visible(h):
+    return [int(x) for x in h["cuda_visible_devices"].split(",")]
+
+
+def check_logs_as_seen(folder, n):
+    hs = headers(folder)
+    check(sorted(h.get("rank") for h in hs) == list(range(n)),
+          "ranks %s" % [h.get("rank") for h in hs])
+    for h in hs:
+        seen = [d.get("uuid") for d in h.get("devices") or []]
+        check(seen == [uuid(k) for k in visible(h)],
+              "rank %s: devices %s under CUDA_VISIBLE_DEVICES=%s" %
+              (h.get("rank"), seen, h.get("cuda_visible_devices")))
+
+
+def want_traffic(folder):
+    """(src uuid, dst uuid) -> bytes: each task's 3 MiB, device 0 to 1 as it saw them."""
+    want = {}
+    for h in headers(folder):
+        v = visible(h)
+        key = (uuid(v[0]), uuid(v[1]))
+        want[key] = want.get(key, 0) + 3 * MIB
+    return want
+
+
+def matrix_traffic(gpu_uuid, matrices):
+    got = {}
+    for m in matrices:
+        for i, a in enumerate(m["gpus"]):
+            for j, b in enumerate(m["gpus"]):
+                if m["bytes"][i][j]:
+                    got[(gpu_uuid(a), gpu_uuid(b))] = m["bytes"][i][j]
+    return got
+
+
+def check_json(path, n, schema_path):
+    import jsonschema
+    doc = json.load(open(path))
+    schema = json.load(open(schema_path))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(doc), key=str)
+    for e in errors[:5]:
+        check(False, "schema: %s at %s" % (e.message, "/".join(map(str, e.absolute_path))))
+    folder = os.path.join(os.path.dirname(path), "job")
+    want = want_traffic(folder)
+    procs = doc.get("processes", [])
+    check(sorted(p.get("rank") for p in procs) == list(range(n)), "process rows %s" % procs)
+    for p in procs:
+        check(p.get("cross_bytes") == 3 * MIB and
+              p.get("bytes_by_reason_class", {}).get("staged") == 3 * MIB and
+              p.get("bytes_by_action", {}).get("would-upgrade") == 3 * MIB,
+              "rank %s: bytes %s" % (p.get("rank"), p))
+    gpus = {g["index"]: g["uuid"] for g in doc.get("gpus", [])}
+    pairs = {(p["src"]["uuid"], p["dst"]["uuid"]): p["bytes"] for p in doc.get("pairs", [])}
+    check(pairs == want, "pairs %s, want %s" % (pairs, want))
+    got = matrix_traffic(lambda i: gpus.get(i), doc.get("matrix", []))
+    check(got == want, "matrix %s, want %s" % (got, want))
+    check(doc.get("verdict", {}).get("bytes") == sum(want.values()),
+          "verdict bytes %s" % doc.get("verdict"))
+
+
+def check_matrix_text(path, n):
+    recs = [json.loads(l[2:]) for l in open(path) if l.startswith("@ ")]
+    mats = [r for r in recs if r.get("record") == "matrix"]
+    want = want_traffic(os.path.join(os.path.dirname(path), "job"))
+    got = matrix_traffic(lambda u: u, mats)
+    check(got == want, "text matrix %s, want %s" % (got, want))
+    text = open(path).read()
+    for a, b in want:
+        check(a in text and b in text, "the text names no %s or %s" % (a, b))
+
+
+def check_matrix_html(path, n):
+    page = open(path).read()
+    want = want_traffic(os.path.join(os.path.dirname(path), "job"))
+    cells = re.findall(r'<td data-src="([^"]+)" data-dst="([^"]+)" data-bytes="(\d+)"', page)
+    got = {(a, b): int(v) for a, b, v in cells if int(v)}
+    check(got == want, "html matrix %s, want %s" % (got, want))
+
+
 what, path, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-{"logs": check_logs, "text": check_text, "html": check_html, "trace": check_trace,
- "prefix": check_prefix}[what](path, n)
+if what == "json":
+    check_json(path, n, sys.argv[4])
+else:
+    {"logs": check_logs, "text": check_text, "html": check_html, "trace": check_trace,
+     "prefix": check_prefix, "logs-as-seen": check_logs_as_seen,
+     "matrix-text": check_matrix_text, "matrix-html": check_matrix_html}[what](path, n)
 for f in fails:
     print("FAIL: " + f)
 sys.exit(1 if fails else 0)

@@ -276,6 +276,8 @@ case_report() {
 # The job cases: a torchrun-like launcher starting 4 workers as children,
 # each `p2pdemo RANK+1 2` (check_job.py says what that copies).
 TORCHRUN=$(dirname "$0")/fake_torchrun.sh
+SRUN=$(dirname "$0")/fake_srun.sh
+SCHEMA=$(dirname "$0")/../../docs/report-schema.json
 CHECK_JOB() { "${LT_PYTHON:-python3}" "$(dirname "$0")/check_job.py" "$@" || bad "check_job $*"; }
 worker() { # the command a worker runs: a shell (not exec) running the demo
     echo 'exec "$0" $((RANK + 1)) 2'
@@ -323,6 +325,31 @@ case_job_ranks() {
     expect_err "observe alone" "^p2pshim: verdict: 1 process, 3 copies between GPUs \(3.0 MiB\)"
     expect_err "observe alone" "^p2pshim:   upgrade mode would: carry 3 copies over the peer link"
     [ -z "$(ls -A "$dir/tmp")" ] || bad "observe alone: left $(ls -A "$dir/tmp")"
+}
+
+case_job_srun() {
+    # README's srun recipe: no launcher around the tasks, the library from
+    # --print-library given through srun's --export. Three tasks see the two
+    # GPUs in different orders (CUDA_VISIBLE_DEVICES), each copying 3 MiB
+    # from its device 0 to its device 1: the JSON report merges them by GPU
+    # UUID, and follows docs/report-schema.json.
+    lib=$(env LD_PRELOAD="$SAN" P2PSHIM_LIBRARY="$LT_SHIM" "$L" --print-library) ||
+        { bad "print-library"; return; }
+    mkdir "$dir/job"
+    env LD_LIBRARY_PATH="$LT_STANDIN" FAKE_SRUN_GPUS="0,1 1,0 0,1" "$SRUN" -n 3 \
+        --export=ALL,LD_PRELOAD="$(with_san "$lib")",P2PSHIM_MODE=observe,P2PSHIM_RUN_LOG="$dir/job/%h-pid%p-rank%r.jsonl" \
+        "$LT_DEMO" 1 2 >"$dir/out" 2>"$dir/err"
+    rc=$?; expect_rc "srun tasks" 0
+    CHECK_JOB logs-as-seen "$dir/job" 3
+    [ "$fail" -eq 0 ] || return
+    launch "P2PSHIM_TOPO_FILE=$dir/none.json" -- report "$dir/job" --format json \
+        -o "$dir/job.json"
+    expect_rc "report --format json" 0
+    CHECK_JOB json "$dir/job.json" 3 "$SCHEMA"
+    launch "P2PSHIM_TOPO_FILE=$dir/none.json" -- report "$dir/job" -o "$dir/job.txt"
+    CHECK_JOB matrix-text "$dir/job.txt" 3
+    launch "P2PSHIM_TOPO_FILE=$dir/none.json" -- report "$dir/job" -o "$dir/job.html"
+    CHECK_JOB matrix-html "$dir/job.html" 3
 }
 
 case_install() {

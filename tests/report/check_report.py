@@ -405,6 +405,51 @@ def check_chromium():
             html_figures(dom, fixture, topo)
 
 
+def check_bounce():
+    """Bounce candidates (observe mode's would-bounce events) in the verdict
+    and the JSON report: the time a peer copy would save, at the topo
+    table's staged and peer GB/s; none without a table or for a pair that
+    cannot peer."""
+    topo = os.path.join(FIX, "topo_4gpu.json")
+    links = {(l["src"], l["dst"]): l for l in json.load(open(topo))["links"]}
+    events = [(0, 1, 64 << 20), (0, 1, 32 << 20), (0, 3, 1 << 20)]
+    with tempfile.TemporaryDirectory() as tmp:
+        log = os.path.join(tmp, "bounce.jsonl")
+        with open(os.path.join(FIX, "observe_staged.jsonl")) as f, open(log, "w") as out:
+            out.write(f.readline())
+            for i, (a, b, n) in enumerate(events):
+                out.write(json.dumps({"type": "event", "t_ns": 9000000000 + i, "what":
+                                      "would-bounce", "from": a, "to": b, "detail": str(n)}) + "\n")
+        for with_topo in (True, False):
+            args = ["--format", "json", log] + (["--topo", topo] if with_topo else [])
+            r = run(*args)
+            check(r.returncode == 0, "bounce json: exit %d: %s" % (r.returncode, r.stderr))
+            doc = json.loads(r.stdout or "{}")
+            got = {(b["src"]["index"], b["dst"]["index"]): b for b in doc.get("bounces", [])}
+            check(set(got) == {(0, 1), (0, 3)}, "bounce pairs %s" % sorted(got))
+            b01, b03 = got.get((0, 1), {}), got.get((0, 3), {})
+            n01 = sum(n for a, b, n in events if (a, b) == (0, 1))
+            check(b01.get("pairs") == 2 and b01.get("bytes") == n01, "0->1: %s" % b01)
+            l = links[(0, 1)]
+            want = n01 / l["staged_gbps"] - n01 / l["peer_gbps"] if with_topo else None
+            if want is None:
+                check(b01.get("saved_ns") is None and b01.get("no_estimate"), "no topo: %s" % b01)
+            else:
+                close(b01.get("saved_ns") or 0, want, "0->1 saving")
+                check(b01.get("peer_from") == "topo", "0->1 from %s" % b01.get("peer_from"))
+            check(b03.get("saved_ns") is None and "cannot peer" in (b03.get("no_estimate") or "")
+                  or not with_topo, "0->3 (cannot peer): %s" % b03)
+            lines = doc.get("verdict", {}).get("lines", [])
+            said = [x for x in lines if x.startswith("GPU 0 -> GPU 1 through host memory")]
+            check(len(said) == 1 and ("a peer copy would save about" in said[0]) == with_topo,
+                  "verdict lines %s" % lines)
+            if with_topo:
+                close(doc["verdict"]["bounce_saved_ns"], want, "verdict bounce_saved_ns")
+        r = run("--format", "text", "--topo", topo, log)
+        check("GPU 0 -> GPU 1 through host memory: 2 D2H-then-H2D candidates, 96.0 MiB; "
+              "a peer copy would save about" in r.stdout, "text verdict: %s" % r.stdout[:600])
+
+
 if CHECK == "chromium":
     BROWSER = next((b for b in ("chromium", "chromium-browser")
                     if any(os.access(os.path.join(d, b), os.X_OK)
@@ -413,7 +458,7 @@ if CHECK == "chromium":
         print("chromium: not installed (tools/setup.sh installs it): skipped")
         sys.exit(77)
 {"text": check_text, "trace": check_trace, "html": check_html, "cli": check_cli,
- "chromium": check_chromium, "extremes": check_extremes}[CHECK]()
+ "chromium": check_chromium, "extremes": check_extremes, "bounce": check_bounce}[CHECK]()
 for f in failures:
     print("FAIL:", f)
 print("%s: %s" % (CHECK, "%d failures" % len(failures) if failures else "ok"))

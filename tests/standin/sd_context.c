@@ -66,7 +66,7 @@ static CUresult device_name(char *name, int len, CUdevice dev)
         return CUDA_ERROR_INVALID_VALUE;
     if (!sd_valid_dev(dev))
         return CUDA_ERROR_INVALID_DEVICE;
-    snprintf(name, (size_t)len, "Stand-in GPU %d", (int)dev);
+    snprintf(name, (size_t)len, "Stand-in GPU %d", sd.cfg.phys[dev]);
     return CUDA_SUCCESS;
 }
 SD_API CUresult CUDAAPI cuDeviceGetName(char *name, int len, CUdevice dev)
@@ -75,7 +75,8 @@ SD_API CUresult CUDAAPI cuDeviceGetName(char *name, int len, CUdevice dev)
 }
 
 /* A UUID that names the device on this stand-in machine: the same in
- * every process, different per ordinal ("SDIN" and the ordinal). */
+ * every process, different per device ("SDIN" and its index on the
+ * machine, which CUDA_VISIBLE_DEVICES may put at another ordinal). */
 static CUresult device_uuid(CUuuid *uuid, CUdevice dev)
 {
     if (!uuid)
@@ -85,7 +86,7 @@ static CUresult device_uuid(CUuuid *uuid, CUdevice dev)
     static const char tag[4] = {'S', 'D', 'I', 'N'};
     memset(uuid->bytes, 0, sizeof uuid->bytes);
     memcpy(uuid->bytes, tag, sizeof tag);
-    uuid->bytes[15] = (char)dev;
+    uuid->bytes[15] = (char)sd.cfg.phys[dev];
     return CUDA_SUCCESS;
 }
 #undef cuDeviceGetUuid
@@ -133,7 +134,7 @@ static int attribute_value(CUdevice_attribute a, CUdevice dev)
     case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: return 1;
     case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED: return 1;
     case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: return 5120;
-    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: return 0x10 + (int)dev;
+    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: return 0x10 + sd.cfg.phys[dev];
     case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: return 0;
     case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID: return 0;
     case CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT: return 32;

@@ -45,6 +45,9 @@
 /* ---- configuration (sd_state.c) ---- */
 struct sd_config {
     int ndev;
+    int phys[SD_MAX_DEV];   /* the machine's device behind each ordinal:
+                             * CUDA_VISIBLE_DEVICES as a list of indices
+                             * (the UUID, PCI bus and name follow it) */
     unsigned char can[SD_MAX_DEV][SD_MAX_DEV];   /* topology: i may access j */
     unsigned char fail[SD_MAX_DEV][SD_MAX_DEV];  /* injected enable failures */
     unsigned char corrupt[SD_MAX_DEV][SD_MAX_DEV]; /* STANDIN_LINK_CORRUPT: peer

@@ -151,10 +151,40 @@ static void read_pairs(const char *var, int n, unsigned char out[SD_MAX_DEV][SD_
     }
 }
 
+/* CUDA_VISIBLE_DEVICES as the driver reads indices: the listed devices of
+ * the machine's n, in that order; the list ends at the first entry that is
+ * not one of them (a UUID, a repeat, out of range). Unset: all n. Returns
+ * the devices visible (at least 1, as the stand-in has no "no device"). */
+static int visible_devices(int n, int phys[SD_MAX_DEV])
+{
+    const char *s = getenv("CUDA_VISIBLE_DEVICES");
+    for (int i = 0; i < SD_MAX_DEV; i++)
+        phys[i] = i;
+    if (!s)
+        return n;
+    int count = 0;
+    unsigned char seen[SD_MAX_DEV] = {0};
+    while (*s && count < n) {
+        char *end;
+        long d = strtol(s, &end, 10);
+        if (end == s || (*end && *end != ',') || d < 0 || d >= n || seen[d])
+            break;
+        seen[d] = 1;
+        phys[count++] = (int)d;
+        s = *end ? end + 1 : end;
+    }
+    if (count == 0) {
+        phys[0] = 0;
+        return 1;
+    }
+    return count;
+}
+
 void sd_read_config(struct sd_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     int n = cfg->ndev = (int)env_long("STANDIN_DEVICES", 2, 1, SD_MAX_DEV);
+    n = cfg->ndev = visible_devices(n, cfg->phys);
     cfg->max_peers = (int)env_long("STANDIN_MAX_PEERS", 8, 0, 1 << 20);
     cfg->arena_bytes = (size_t)env_long("STANDIN_ARENA_MB", 256, 1, 16384) << 20;
     cfg->eager_nonblocking = (int)env_long("STANDIN_EAGER_NONBLOCKING", 0, 0, 1);

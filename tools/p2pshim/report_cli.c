@@ -14,7 +14,7 @@
 #include "report_internal.h"
 
 static const char usage_text[] =
-    "usage: p2pshim report [--format text|trace|html] [-o FILE] [--topo FILE] LOG...\n"
+    "usage: p2pshim report [--format text|json|trace|html] [-o FILE] [--topo FILE] LOG...\n"
     "\n"
     "Renders p2pshim run logs (P2PSHIM_RUN_LOG; docs/LOG_FORMAT.md) as one report.\n"
     "LOG is a file, a run folder (its *.jsonl and *.jsonl.gz files), a glob\n"
@@ -28,6 +28,10 @@ static const char usage_text[] =
     "                  achieved GB/s, decisions by reason, the time P2P would\n"
     "                  save on staged copies; then a data part, one JSON object\n"
     "                  per line after \"@ \", for scripts\n"
+    "  --format json   the report as one JSON document for programs: verdict,\n"
+    "                  job totals, a row per process, GPUs by UUID, pairs, a\n"
+    "                  traffic matrix per host, bounce candidates; its schema\n"
+    "                  is docs/report-schema.json (versioned: schema_version)\n"
     "  --format trace  Chrome trace event JSON (Perfetto, chrome://tracing):\n"
     "                  decisions on a host track per thread, CUPTI records on\n"
     "                  a track per GPU and stream, one time base, flow arrows\n"
@@ -292,6 +296,8 @@ static int render(const char *const *logs, int nlogs, const char *out_path, bool
 /* Format "verdict": the verdict alone, lines prefixed "p2pshim: " (what
  * `p2pshim run --observe` prints at exit). */
 static bool verdict_only;
+/* Format "json": the report as one JSON document (report_json.c). */
+static bool json_doc;
 
 int report_render(const char *log_path, const char *out_path,
                   const char *format, const char *topo_path)
@@ -304,9 +310,11 @@ int report_render_many(const char *const *logs, int nlogs, const char *out_path,
 {
     bool trace = format && strcmp(format, "trace") == 0;
     bool html = format && strcmp(format, "html") == 0;
+    json_doc = format && strcmp(format, "json") == 0;
     verdict_only = format && strcmp(format, "verdict") == 0;
-    if (!trace && !html && !verdict_only && !(format && strcmp(format, "text") == 0)) {
-        fprintf(stderr, "p2pshim report: unknown format %s (text, trace or html)\n",
+    if (!trace && !html && !json_doc && !verdict_only &&
+        !(format && strcmp(format, "text") == 0)) {
+        fprintf(stderr, "p2pshim report: unknown format %s (text, json, trace or html)\n",
                 format ? format : "(none)");
         return REPORT_USAGE;
     }
@@ -372,6 +380,7 @@ static int render(const char *const *logs, int nlogs, const char *out_path, bool
     } else if (rc == 0) {
         report_summary_finish(&s);
         rc = html           ? report_html_write(o.f, log_path, &s)
+             : json_doc     ? report_json_write(o.f, log_path, &s)
              : verdict_only ? report_verdict_write(o.f, "p2pshim: ", &s)
                             : report_text_write(o.f, log_path, &s);
         snprintf(err, sizeof err, "%s: cannot write the report", log_path);

@@ -306,6 +306,7 @@ int report_html_write(FILE *f, const char *log_path,
     put_pairs(f, s);
     fputs("<h2>Traffic matrix</h2>\n", f);
     report_svg_heatmap(f, s);
+    report_matrix_html(f, s);
     fputs("<h2>Achieved bandwidth against copy size</h2>\n", f);
     report_svg_bandwidth(f, s);
     put_savings(f, s);

@@ -269,6 +269,8 @@ struct report_gpu {
 struct report_proc {
     int64_t copies, bytes, cross_copies, cross_bytes;
     int64_t peer_bytes, staged_bytes, candidates, candidate_bytes;
+    int64_t action_bytes[REPORT_MAX_NAMES];   /* by interned action name */
+    int64_t class_bytes[LOG_CLASS_COUNT];     /* by the reason's class */
 };
 
 struct report_summary {
@@ -284,6 +286,12 @@ struct report_summary {
         int from, to;
         bool served;
         int64_t pairs, bytes;
+        /* set by report_summary_finish for candidates (not served): the
+         * time a peer copy would save over the host round trip */
+        bool estimated;
+        double saved_ns, staged_gbps, peer_gbps;
+        const char *peer_from;   /* "topo" or "log" */
+        const char *no_estimate; /* why not, when !estimated */
     } bounces[REPORT_MAX_BOUNCE_PAIRS];
     int nbounces;
     int64_t copies_seen;
@@ -321,6 +329,17 @@ int report_text_write(FILE *f, const char *log_path,
 int report_verdict_write(FILE *f, const char *prefix, const struct report_summary *s);
 int report_html_write(FILE *f, const char *log_path,
                       const struct report_summary *s);
+/* The report as one JSON document (docs/report-schema.json), report_json.c. */
+#define REPORT_SCHEMA_VERSION 1
+int report_json_write(FILE *f, const char *log_path, const struct report_summary *s);
+/* report_matrix.c: the traffic matrix per host, GPUs by bus id and UUID;
+ * the data part's record for the host of GPU h (NULL unless h is its
+ * host's first GPU and some pair has traffic). */
+void report_matrix_text(FILE *f, const struct report_summary *s);
+void report_matrix_html(FILE *f, const struct report_summary *s);
+struct json_t *report_matrix_data(const struct report_summary *s, int h);
+/* The traffic between two GPUs of the summary's table (0: none). */
+int64_t report_pair_bytes(const struct report_summary *s, int src, int dst);
 /* report_svg.c: the two charts of the page. */
 void report_svg_heatmap(FILE *f, const struct report_summary *s);
 void report_svg_bandwidth(FILE *f, const struct report_summary *s);

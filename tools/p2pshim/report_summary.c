@@ -191,6 +191,10 @@ static void count_proc(struct report_summary *s, const struct report_decision *d
     bool *sat = &s->saturated;
     p->copies = report_add(p->copies, 1, sat);
     p->bytes = report_add(p->bytes, d->bytes, sat);
+    int64_t *action = &p->action_bytes[report_log_name_index(s->log, d->action)];
+    *action = report_add(*action, d->bytes, sat);
+    int64_t *class = &p->class_bytes[report_reason_class(d->reason)];
+    *class = report_add(*class, d->bytes, sat);
     if (!cross)
         return;
     p->cross_copies = report_add(p->cross_copies, 1, sat);
@@ -289,7 +293,8 @@ static void on_event(void *ctx, const struct report_event *e)
                                     s->bounces[i].to == e->to && s->bounces[i].served == served))
             i++;
         if (i == s->nbounces && i < REPORT_MAX_BOUNCE_PAIRS)
-            s->bounces[s->nbounces++] = (struct report_bounce){e->from, e->to, served, 0, 0};
+            s->bounces[s->nbounces++] =
+                (struct report_bounce){.from = e->from, .to = e->to, .served = served};
         if (i < s->nbounces) {
             s->bounces[i].pairs++;
             if (e->detail_bytes > 0)
@@ -406,6 +411,46 @@ static void count_candidates(struct report_pair *p, bool *sat)
     p->candidates = report_add(p->cand_meas_n, p->cand_unmeas_n, sat);
 }
 
+int64_t report_pair_bytes(const struct report_summary *s, int src, int dst)
+{
+    struct report_pair_index *e;
+    int key[2] = {src, dst};
+    HASH_FIND(hh, s->index, key, sizeof key, e);
+    return e ? s->pairs[e->idx].bytes : 0;
+}
+
+/* A GPU-to-GPU trip through host memory costs at least what the driver's
+ * staged copy of the same bytes costs (it stages through host memory too,
+ * in pipelined chunks: a program's D2H then H2D is slower still), so the
+ * saving is bytes / staged GB/s - bytes / peer GB/s: a lower bound. The
+ * staged figure is the topo table's; the peer one the table's, else the
+ * pair's best PTOP in the log. */
+static void estimate_bounce(struct report_summary *s, struct report_bounce *b)
+{
+    const struct report_link *l = report_topo_link(s->topo, b->from, b->to);
+    const struct report_pair *p = NULL;
+    for (int i = 0; i < s->npairs && !p; i++)
+        if (s->pairs[i].src == b->from && s->pairs[i].dst == b->to)
+            p = &s->pairs[i];
+    b->peer_from = l && l->peer_gbps > 0 ? "topo"
+                   : p && p->best_ptop_gbps > 0 ? "log" : NULL;
+    b->peer_gbps = !b->peer_from ? 0 : l && l->peer_gbps > 0 ? l->peer_gbps : p->best_ptop_gbps;
+    b->staged_gbps = l ? l->staged_gbps : 0;
+    if (b->served || b->bytes <= 0)
+        b->no_estimate = b->served ? "served" : "the events name no byte count";
+    else if (l && l->can_peer == 0)
+        b->no_estimate = "the topo table says this pair cannot peer";
+    else if (b->staged_gbps <= 0)
+        b->no_estimate = "no staged GB/s: no topo table entry for the pair";
+    else if (b->peer_gbps <= 0)
+        b->no_estimate = "no peer GB/s: no topo entry and no PTOP copy seen";
+    else
+        b->no_estimate = NULL;
+    b->estimated = b->no_estimate == NULL;
+    if (b->estimated)
+        b->saved_ns = (double)b->bytes / b->staged_gbps - (double)b->bytes / b->peer_gbps;
+}
+
 void report_summary_finish(struct report_summary *s)
 {
     if (s->npairs > 1)
@@ -419,6 +464,8 @@ void report_summary_finish(struct report_summary *s)
     }
     count_candidates(&s->total, &s->saturated);
     count_candidates(&s->local, &s->saturated);
+    for (int i = 0; i < s->nbounces; i++)
+        estimate_bounce(s, &s->bounces[i]);
 }
 
 void report_summary_free(struct report_summary *s)

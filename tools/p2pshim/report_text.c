@@ -293,6 +293,11 @@ static void put_data_part(FILE *f, const struct report_summary *s,
         put_data(f, proc_json(report_log_file(s->log, i), &s->procs[i]));
     for (int i = 0; i < s->npairs; i++)
         put_data(f, pair_json("pair", &s->pairs[i]));
+    for (int h = 0; h < s->ngpus; h++) {
+        json_t *m = report_matrix_data(s, h);
+        if (m)
+            put_data(f, m);
+    }
     put_data(f, pair_json("total", &s->total));
     put_data(f, pair_json("local", &s->local));
     for (int i = -1; i < s->npairs; i++) {
@@ -345,6 +350,7 @@ int report_text_write(FILE *f, const char *log_path,
                                    sizeof name), &s->pairs[i], false);
     put_row(f, "total", &s->total, false);
     put_row(f, "local", &s->local, true);
+    report_matrix_text(f, s);
 
     fputs("\nDecisions by reason\n", f);
     for (int i = 0; i < s->npairs; i++)
@@ -392,6 +398,34 @@ int report_text_write(FILE *f, const char *log_path,
 
 /* ---- the verdict: the answer first ---- */
 
+/* One line per GPU pair with D2H-then-H2D candidates, with the time a peer
+ * copy would save and the bandwidth it was estimated at. Returns the
+ * candidates. */
+static int64_t put_bounce_verdicts(FILE *f, const char *prefix, const struct report_summary *s)
+{
+    int64_t pairs = 0;
+    char b[32], t[32], g1[32], g2[32];
+    for (int i = 0; i < s->nbounces; i++) {
+        const struct report_bounce *x = &s->bounces[i];
+        if (x->served)
+            continue;
+        pairs += x->pairs;
+        fprintf(f, "%s  GPU %d -> GPU %d through host memory: %lld D2H-then-H2D candidates, %s",
+                prefix, x->from, x->to, (long long)x->pairs,
+                report_fmt_bytes(x->bytes, b, sizeof b));
+        if (x->estimated)
+            fprintf(f, "; a peer copy would save about %s (host round trip at the topo "
+                       "table's staged %s GB/s, peer at %s GB/s from the %s)\n",
+                    report_fmt_ns(x->saved_ns, t, sizeof t),
+                    report_fmt_gbps(x->staged_gbps, g1, sizeof g1),
+                    report_fmt_gbps(x->peer_gbps, g2, sizeof g2),
+                    strcmp(x->peer_from, "topo") == 0 ? "topo table" : "log's best PTOP copy");
+        else
+            fprintf(f, "; no time estimate (%s)\n", x->no_estimate);
+    }
+    return pairs;
+}
+
 int report_verdict_write(FILE *f, const char *prefix, const struct report_summary *s)
 {
     const struct report_info *in = report_log_info(s->log);
@@ -417,15 +451,7 @@ int report_verdict_write(FILE *f, const char *prefix, const struct report_summar
             fprintf(f, "; no time estimate (%s)", p->no_estimate ? p->no_estimate : "-");
         fputc('\n', f);
     }
-    int64_t bounce_bytes = 0, bounce_pairs = 0;
-    for (int i = 0; i < s->nbounces; i++)
-        if (!s->bounces[i].served) {
-            bounce_bytes = report_add(bounce_bytes, s->bounces[i].bytes, (bool[]){false});
-            bounce_pairs += s->bounces[i].pairs;
-        }
-    if (bounce_pairs)
-        fprintf(f, "%s  GPU to GPU through host memory: %lld D2H-then-H2D candidates, %s\n",
-                prefix, (long long)bounce_pairs, report_fmt_bytes(bounce_bytes, b, sizeof b));
+    int64_t bounce_pairs = put_bounce_verdicts(f, prefix, s);
     const char **names;
     int nnames = report_log_names(s->log, &names);
     int64_t would_upgrade = 0;
