@@ -5,10 +5,11 @@
 #define _GNU_SOURCE
 #include <errno.h>
 
-#include "bounce_int.h"
 #include "driver.h"
+#include "gpu.h"
 #include "hooks.h"
 #include "shim_alloc.h"
+#include "stage.h"
 #include "uffd.h"
 
 #define STAGE_BYTES ((size_t)4 << 20) /* one half of a staging buffer */
