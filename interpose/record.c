@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "devinfo.h"
 #include "json_text.h"
 #include "log.h"
 #include "outfile.h"
@@ -166,6 +167,23 @@ static uint64_t source_timestamp(void)
 
 static void open_log_file(void);
 
+/* The header's devices, asked of the driver when the log starts, on the
+ * thread of its first record (or of the final flush when there is none):
+ * never by the writer thread, which would otherwise sit in the driver
+ * while it holds a half-built header. A forked child keeps the parent's
+ * list (the same devices). writer_lock held. */
+static struct devinfo devices[DEVINFO_MAX];
+static int device_count = -1;
+static bool devices_asked;
+
+static void collect_devices(void)
+{
+    if (!devices_asked) {
+        devices_asked = true;
+        device_count = devinfo_list(devices, DEVINFO_MAX);
+    }
+}
+
 static void count_written(const struct entry *e)
 {
     if (e->type == ENTRY_DECISION)
@@ -187,7 +205,8 @@ static void drain(struct outbuf *o)
     }
     o->fd = log_fd;
     if (!header_written) {
-        struct header_facts h = {mode_text, cupti_state, record_now_ns(), source_timestamp()};
+        struct header_facts h = {mode_text,          cupti_state, record_now_ns(),
+                                 source_timestamp(), devices,     device_count};
         write_header(o, &h);
         header_written = true;
     }
@@ -225,6 +244,9 @@ static void *writer_main(void *arg)
  * takes it). */
 static void drain_in_child(void)
 {
+    pthread_mutex_lock(&writer_lock);
+    collect_devices();
+    pthread_mutex_unlock(&writer_lock);
     if (pthread_mutex_trylock(&drain_lock) != 0)
         return;
     drain(&writer_buf);
@@ -235,6 +257,7 @@ static void start_writer(void)
 {
     pthread_mutex_lock(&writer_lock);
     if (!atomic_load(&writer_started) && getpid() == log_pid) {
+        collect_devices();
         atomic_store(&writer_stop, false);
         if (shim_thread_start(&writer, NULL, writer_main, NULL) == 0)
             atomic_store_explicit(&writer_started, true, memory_order_release);
@@ -353,6 +376,7 @@ void record_flush_final(void)
         pthread_join(writer, NULL);
         atomic_store(&writer_started, false);
     }
+    collect_devices();
     pthread_mutex_unlock(&writer_lock);
     const struct record_source *src = atomic_load(&source);
     if (src != NULL)

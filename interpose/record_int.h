@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "devinfo.h"
 #include "record.h"
 
 enum entry_type { ENTRY_DECISION = 1, ENTRY_EVENT, ENTRY_ACTIVITY };
@@ -54,9 +55,11 @@ struct header_facts {
     const char *mode;
     const char *cupti;
     uint64_t clock_ns, cupti_ns;
+    const struct devinfo *devs; /* the devices the driver named; ndevs < 0: none */
+    int ndevs;
 };
-/* The header line: the process, the job, the devices the driver names,
- * and h. */
+/* The header line: the process, the job, and h. Calls no driver
+ * function. */
 void write_header(struct outbuf *o, const struct header_facts *h);
 
 #endif

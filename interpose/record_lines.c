@@ -12,7 +12,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "devinfo.h"
 #include "hooks.h"
 #include "job.h"
 #include "json_text.h"
@@ -172,8 +171,8 @@ static void write_number_member(struct outbuf *o, const char *name, const char *
 
 /* The job's members of the header: rank, local_rank, world_size (each
  * when the launcher set it), CUDA_VISIBLE_DEVICES (when set), and the
- * devices the driver names (when it can). */
-static void write_job(struct outbuf *o)
+ * devices the driver named (when it could). */
+static void write_job(struct outbuf *o, const struct header_facts *h)
 {
     write_number_member(o, "rank", job_rank());
     write_number_member(o, "local_rank", job_local_rank());
@@ -183,8 +182,8 @@ static void write_job(struct outbuf *o)
         out_printf(o, ",");
         write_string_member(o, "cuda_visible_devices", visible);
     }
-    struct devinfo devs[DEVINFO_MAX];
-    int n = devinfo_list(devs, DEVINFO_MAX);
+    const struct devinfo *devs = h->devs;
+    int n = h->ndevs;
     if (n < 0)
         return;
     out_printf(o, ",\"devices\":[");
@@ -211,7 +210,7 @@ void write_header(struct outbuf *o, const struct header_facts *h)
     write_string_member(o, "exe", exe);
     out_printf(o, ",");
     write_string_member(o, "host", host);
-    write_job(o);
+    write_job(o, h);
     out_printf(o, ",\"mode\":\"%s\",", h->mode);
     write_string_member(o, "cupti", h->cupti);
     out_printf(o, ",\"clock_ns\":%llu,\"cupti_ns\":%llu,\"start_unix_ms\":%llu}\n",
