@@ -1,5 +1,5 @@
-/* The devices of the run log's header (devinfo.h). Called when the header
- * is written, after the program's first recorded CUDA call: the driver is
+/* The devices of the run log's header (devinfo.h). Called when the log
+ * starts, at the program's first recorded CUDA call: the driver is
  * initialised by then. Errors leave a member empty. */
 #include "devinfo.h"
 
@@ -7,12 +7,6 @@
 #include <string.h>
 
 #include "driver.h"
-
-typedef CUresult (*count_fn)(int *);
-typedef CUresult (*get_fn)(CUdevice *, int);
-typedef CUresult (*name_fn)(char *, int, CUdevice);
-typedef CUresult (*uuid_fn)(CUuuid *, CUdevice);
-typedef CUresult (*attr_fn)(int *, CUdevice_attribute, CUdevice);
 
 static void uuid_text(const CUuuid *u, char *out, size_t len)
 {
@@ -23,7 +17,7 @@ static void uuid_text(const CUuuid *u, char *out, size_t len)
              b[14], b[15]);
 }
 
-static void pci_text(attr_fn attr, CUdevice dev, char *out, size_t len)
+static void pci_text(PFN_cuDeviceGetAttribute_v2000 attr, CUdevice dev, char *out, size_t len)
 {
     int domain, bus, device;
     if (attr == NULL || attr(&domain, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, dev) != CUDA_SUCCESS ||
@@ -36,13 +30,14 @@ static void pci_text(attr_fn attr, CUdevice dev, char *out, size_t len)
 
 int devinfo_list(struct devinfo *out, int max)
 {
-    count_fn count = (count_fn)driver_symbol("cuDeviceGetCount");
-    get_fn get = (get_fn)driver_symbol("cuDeviceGet");
-    name_fn name = (name_fn)driver_symbol("cuDeviceGetName");
-    uuid_fn uuid = (uuid_fn)driver_symbol("cuDeviceGetUuid_v2");
-    attr_fn attr = (attr_fn)driver_symbol("cuDeviceGetAttribute");
+    const struct driver_api *api = driver_api();
+    PFN_cuDeviceGetCount_v2000 count = api->device_get_count;
+    PFN_cuDeviceGet_v2000 get = api->device_get;
+    PFN_cuDeviceGetName_v2000 name = api->device_get_name;
+    PFN_cuDeviceGetUuid_v11040 uuid = api->device_get_uuid_v2;
+    PFN_cuDeviceGetAttribute_v2000 attr = api->device_get_attribute;
     if (uuid == NULL)
-        uuid = (uuid_fn)driver_symbol("cuDeviceGetUuid");
+        uuid = api->device_get_uuid;
     int n = 0;
     if (count == NULL || get == NULL || count(&n) != CUDA_SUCCESS || n < 0)
         return -1;

@@ -25,7 +25,11 @@
  * a reserved granule is pinned so that those removals cannot free it. If a
  * reservation fails, the pins are dropped, empty granules freed, and the
  * table is as it was. Removal never allocates: the ranges to remove are
- * chained through the ranges themselves. */
+ * chained through the ranges themselves.
+ *
+ * Files: this one holds the ranges, the lookup cache and the contract; the
+ * granule index is ownership_granule.c's, the VMM handles
+ * ownership_handle.c's (ownership_int.h). */
 #define _GNU_SOURCE /* PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP */
 #include "ownership.h"
 
@@ -33,64 +37,10 @@
 #include <stdatomic.h>
 #include <string.h>
 
-/* Every key in this file is a uint64_t. A multiplicative hash: uthash
- * takes the low bits of hashv, which here are high bits of the product,
- * the well-mixed ones. */
-static inline unsigned hash_u64(uint64_t key)
-{
-    return (unsigned)((key * UINT64_C(0x9E3779B97F4A7C15)) >> 32);
-}
-#define HASH_FUNCTION(keyptr, keylen, hashv)                                  \
-    do {                                                                      \
-        uint64_t hf_key_;                                                     \
-        memcpy(&hf_key_, (keyptr), sizeof hf_key_);                           \
-        (hashv) = hash_u64(hf_key_);                                          \
-    } while (0)
-/* An allocation failure inside uthash leaves the element out of the table
- * (hh.tbl == NULL) instead of exiting the program. */
-#define HASH_NONFATAL_OOM 1
-#include "shim_hash.h"
-
+#include "ownership_int.h"
 #include "thread_cache.h"
 
 _Static_assert(sizeof(uintptr_t) == sizeof(uint64_t), "64-bit addresses");
-
-#define LEVELS 10
-#define LEVEL_SHIFT(k) (12u + 4u * (unsigned)(k))
-#define INLINE_SLOTS 2
-
-struct range {
-    struct owner_info info;
-    uint64_t last;              /* last byte, inclusive: never overflows */
-    struct range *prev, *next; /* every range, for scans by device/ctx */
-    struct range *doomed_next; /* chain of ranges about to be removed */
-    unsigned level;
-    bool doomed;
-};
-
-struct slot {
-    uint64_t base, last;
-    struct range *rec;
-};
-
-/* hh and key fill the first cache line, the slot vector header and the
- * inline slots the second: a probe that hits touches two lines. */
-struct granule {
-    UT_hash_handle hh;
-    uint64_t key;
-    struct slot *v;             /* inl, or a heap vector when cap > 2 */
-    uint32_t n, cap;
-    bool pinned;                /* reserved by an ownership_add in progress */
-    struct slot inl[INLINE_SLOTS];
-};
-/* A granule's block: whole cache lines (shim_alloc aligns it to one). */
-#define GRANULE_BYTES (sizeof(struct granule) + (64 - sizeof(struct granule) % 64) % 64)
-
-struct handle_entry {
-    UT_hash_handle hh;
-    uint64_t handle;
-    int device;
-};
 
 /* Writers (allocations, frees) are rare next to lookups; preferring them
  * keeps a steady stream of lookups from starving a free. */
@@ -100,7 +50,6 @@ static pthread_rwlock_t table_lock =
 #else
 static pthread_rwlock_t table_lock = PTHREAD_RWLOCK_INITIALIZER;
 #endif
-static struct granule *granules;        /* uthash head */
 static struct range *ranges;          /* list of every range */
 static size_t range_count;
 static size_t level_ranges[LEVELS];
@@ -131,9 +80,6 @@ static _Thread_local struct lookup_cache *tls_cache
     __attribute__((tls_model("initial-exec")));
 static struct thread_cache lookup_caches = THREAD_CACHE_INIT(sizeof(struct lookup_cache));
 
-static pthread_mutex_t handle_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct handle_entry *handles;    /* uthash head */
-
 const char *mem_kind_name(enum mem_kind kind)
 {
     static const char *const names[MEM_KIND_COUNT] = {
@@ -146,143 +92,10 @@ const char *mem_kind_name(enum mem_kind kind)
     return names[kind];
 }
 
-/* ---- the only code that touches uthash ---- */
-
-static inline struct granule *granule_find(uint64_t key)
-{
-    struct granule *g = NULL;
-    HASH_FIND_BYHASHVALUE(hh, granules, &key, sizeof key, hash_u64(key), g);
-    return g;
-}
-
-static bool granule_insert(struct granule *g)
-{
-    HASH_ADD_KEYPTR_BYHASHVALUE(hh, granules, &g->key, sizeof g->key,
-                                hash_u64(g->key), g);
-    return g->hh.tbl != NULL;
-}
-
-static void granule_unhash(struct granule *g)
-{
-    HASH_DELETE(hh, granules, g);
-}
-
-static struct handle_entry *handle_find(uint64_t handle)
-{
-    struct handle_entry *h = NULL;
-    HASH_FIND(hh, handles, &handle, sizeof handle, h);
-    return h;
-}
-
-static bool handle_insert(struct handle_entry *h)
-{
-    HASH_ADD(hh, handles, handle, sizeof h->handle, h);
-    return h->hh.tbl != NULL;
-}
-
-static void handle_unhash(struct handle_entry *h)
-{
-    HASH_DELETE(hh, handles, h);
-}
-
-/* ---- levels and granules ---- */
-
-static inline uint64_t granule_key(unsigned level, uint64_t index)
-{
-    return index << 4 | level;
-}
-
-static unsigned level_for_size(uint64_t size)
-{
-    if (size <= (UINT64_C(1) << LEVEL_SHIFT(0)))
-        return 0;
-    unsigned bits = 64u - (unsigned)__builtin_clzll(size - 1); /* 2^bits >= size */
-    unsigned k = (bits - LEVEL_SHIFT(0) + 3u) / 4u;
-    return k < LEVELS ? k : LEVELS - 1;
-}
-
 static uint64_t last_byte(uint64_t base, uint64_t size)
 {
     /* A range running past the top of the address space is cut there. */
     return size - 1 > UINT64_MAX - base ? UINT64_MAX : base + (size - 1);
-}
-
-static void granule_free(struct granule *g)
-{
-    granule_unhash(g);
-    if (g->v != g->inl)
-        shim_free(g->v, g->cap * sizeof *g->v);
-    shim_free(g, GRANULE_BYTES);
-}
-
-/* Makes sure the granule exists and has room for one more slot, and pins
- * it. On failure nothing visible has changed. */
-static bool granule_reserve(uint64_t key)
-{
-    struct granule *g = granule_find(key);
-    if (g == NULL) {
-        g = shim_alloc(GRANULE_BYTES);
-        if (g == NULL)
-            return false;
-        memset(g, 0, sizeof *g);
-        g->key = key;
-        g->v = g->inl;
-        g->cap = INLINE_SLOTS;
-        if (!granule_insert(g)) {
-            shim_free(g, GRANULE_BYTES);
-            return false;
-        }
-    } else if (g->n == g->cap) {
-        uint32_t cap = g->cap * 2;
-        struct slot *v;
-        if (g->v == g->inl) {
-            v = shim_alloc(cap * sizeof *v);
-            if (v != NULL)
-                memcpy(v, g->inl, sizeof g->inl);
-        } else {
-            v = shim_realloc(g->v, g->cap * sizeof *v, cap * sizeof *v);
-        }
-        if (v == NULL)
-            return false;
-        g->v = v;
-        g->cap = cap;
-    }
-    g->pinned = true;
-    return true;
-}
-
-/* Drops the pins of granules [first, last] of a level; frees the ones left
- * empty (only after a failed reservation). */
-static void granules_unpin(unsigned level, uint64_t first, uint64_t last)
-{
-    for (uint64_t i = first; i <= last; i++) {
-        struct granule *g = granule_find(granule_key(level, i));
-        if (g == NULL)
-            continue;
-        g->pinned = false;
-        if (g->n == 0)
-            granule_free(g);
-    }
-}
-
-static void granule_drop_slot(struct granule *g, const struct range *r)
-{
-    for (uint32_t i = 0; i < g->n; i++) {
-        if (g->v[i].rec == r) {
-            g->v[i] = g->v[--g->n];
-            break;
-        }
-    }
-    if (g->n == 0 && !g->pinned) {
-        granule_free(g);
-    } else if (g->v != g->inl && g->n < INLINE_SLOTS) {
-        /* Back to the inline slots, still leaving one free so that a
-         * pending reservation holds. */
-        memcpy(g->inl, g->v, g->n * sizeof *g->v);
-        shim_free(g->v, g->cap * sizeof *g->v);
-        g->v = g->inl;
-        g->cap = INLINE_SLOTS;
-    }
 }
 
 /* ---- ranges (table lock held for writing) ---- */
@@ -414,7 +227,7 @@ bool ownership_add(const struct owner_info *info)
     memset(r, 0, sizeof *r);
     r->info = *info;
     r->last = last_byte(info->base, info->size);
-    r->level = level_for_size(info->size);
+    r->level = granule_level(info->size);
     uint64_t first = first_granule(r), last = last_granule(r);
 
     pthread_rwlock_wrlock(&table_lock);
@@ -566,74 +379,23 @@ void ownership_clear(void)
         shim_free(ranges, sizeof *ranges);
         ranges = next;
     }
-    while (granules != NULL)
-        granule_free(granules);
+    granules_clear();
     range_count = 0;
     memset(level_ranges, 0, sizeof level_ranges);
     level_mask = 0;
     table_changed();
     pthread_rwlock_unlock(&table_lock);
-
-    pthread_mutex_lock(&handle_lock);
-    while (handles != NULL) {
-        struct handle_entry *h = handles;
-        handle_unhash(h);
-        shim_free(h, sizeof *h);
-    }
-    pthread_mutex_unlock(&handle_lock);
-}
-
-bool ownership_handle_add(uint64_t handle, int device)
-{
-    bool ok = true;
-    pthread_mutex_lock(&handle_lock);
-    struct handle_entry *h = handle_find(handle);
-    if (h != NULL) {
-        h->device = device;
-    } else if ((h = shim_alloc(sizeof *h)) == NULL) {
-        ok = false;
-    } else {
-        h->handle = handle;
-        h->device = device;
-        if (!handle_insert(h)) {
-            shim_free(h, sizeof *h);
-            ok = false;
-        }
-    }
-    pthread_mutex_unlock(&handle_lock);
-    return ok;
-}
-
-bool ownership_handle_lookup(uint64_t handle, int *device)
-{
-    pthread_mutex_lock(&handle_lock);
-    const struct handle_entry *h = handle_find(handle);
-    if (h != NULL && device != NULL)
-        *device = h->device;
-    pthread_mutex_unlock(&handle_lock);
-    return h != NULL;
-}
-
-bool ownership_handle_remove(uint64_t handle)
-{
-    pthread_mutex_lock(&handle_lock);
-    struct handle_entry *h = handle_find(handle);
-    bool found = h != NULL;
-    if (found)
-        handle_unhash(h);
-    pthread_mutex_unlock(&handle_lock);
-    shim_free(h, sizeof *h);
-    return found;
+    ownership_handles_clear();
 }
 
 void ownership_fork_prepare(void)
 {
-    pthread_mutex_lock(&handle_lock);
+    ownership_handles_lock();
     pthread_rwlock_wrlock(&table_lock);
 }
 
 void ownership_fork_release(void)
 {
     pthread_rwlock_unlock(&table_lock);
-    pthread_mutex_unlock(&handle_lock);
+    ownership_handles_unlock();
 }

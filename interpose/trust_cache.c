@@ -68,8 +68,8 @@ static bool device_names(int dev, char *uuid, size_t uuid_len, char *bus, size_t
 {
     const struct driver_api *d = driver_api();
     CUuuid u;
-    if (d->device_get_uuid == NULL || d->device_get_pci_bus_id == NULL ||
-        d->device_get_uuid(&u, dev) != CUDA_SUCCESS ||
+    if (d->device_get_uuid_v2 == NULL || d->device_get_pci_bus_id == NULL ||
+        d->device_get_uuid_v2(&u, dev) != CUDA_SUCCESS ||
         d->device_get_pci_bus_id(bus, (int)bus_len, dev) != CUDA_SUCCESS)
         return false;
     const unsigned char *b = (const unsigned char *)u.bytes;

@@ -64,10 +64,11 @@ P2PSHIM_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
     return real(dptr);
 }
 
-#define WRAP_ALLOC_ASYNC(name, pt)                                            \
+#define WRAP_ALLOC_ASYNC(name)                                                \
     P2PSHIM_EXPORT CUresult name(CUdeviceptr *dptr, size_t bytesize, CUstream s) \
     {                                                                         \
         REAL_OR_FAIL(name);                                                   \
+        const bool pt = HOOK_PER_THREAD_##name;                               \
         CUresult r = real(dptr, bytesize, s);                                 \
         if (alloc_oom_release_stream(r, s, pt))                               \
             r = real(dptr, bytesize, s);                                      \
@@ -77,14 +78,15 @@ P2PSHIM_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
         }                                                                     \
         return r;                                                             \
     }
-WRAP_ALLOC_ASYNC(cuMemAllocAsync, false)
-WRAP_ALLOC_ASYNC(cuMemAllocAsync_ptsz, true)
+WRAP_ALLOC_ASYNC(cuMemAllocAsync)
+WRAP_ALLOC_ASYNC(cuMemAllocAsync_ptsz)
 
-#define WRAP_ALLOC_POOL(name, pt)                                             \
+#define WRAP_ALLOC_POOL(name)                                                 \
     P2PSHIM_EXPORT CUresult name(CUdeviceptr *dptr, size_t bytesize,          \
                                  CUmemoryPool pool, CUstream s)               \
     {                                                                         \
         REAL_OR_FAIL(name);                                                   \
+        const bool pt = HOOK_PER_THREAD_##name;                               \
         CUresult r = real(dptr, bytesize, pool, s);                           \
         if (alloc_oom_release_stream(r, s, pt))                               \
             r = real(dptr, bytesize, pool, s);                                \
@@ -94,8 +96,8 @@ WRAP_ALLOC_ASYNC(cuMemAllocAsync_ptsz, true)
         }                                                                     \
         return r;                                                             \
     }
-WRAP_ALLOC_POOL(cuMemAllocFromPoolAsync, false)
-WRAP_ALLOC_POOL(cuMemAllocFromPoolAsync_ptsz, true)
+WRAP_ALLOC_POOL(cuMemAllocFromPoolAsync)
+WRAP_ALLOC_POOL(cuMemAllocFromPoolAsync_ptsz)
 
 #define WRAP_FREE_ASYNC(name)                                                 \
     P2PSHIM_EXPORT CUresult name(CUdeviceptr dptr, CUstream s)                \

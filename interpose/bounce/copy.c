@@ -6,13 +6,20 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "bounce_int.h"
+#include "counters.h"
 #include "driver.h"
+#include "gpu.h"
 #include "hooks.h"
+#include "libc.h"
+#include "life.h"
 #include "log.h"
+#include "pages.h"
 #include "resolve.h"
 #include "shim.h"
+#include "stage.h"
+#include "table.h"
 #include "uffd.h"
+#include "watch.h"
 
 /* Below this a snapshot never pays (P2PSHIM_BOUNCE_MIN's floor). */
 #define BOUNCE_MIN_BYTES ((size_t)64 << 10)
@@ -174,7 +181,7 @@ static bool lazy_d2h(const struct copy_call *call, bool sync, uintptr_t h, CUdev
         return false;
     uintptr_t dlo = s->reg_lo, dhi = s->reg_hi;
     if ((!handed && !uffd_private_anon(s->reg_lo, s->reg_hi - s->reg_lo)) ||
-        !bgpu_buffer_get(sdev, ctx, n, &s->buf)) {
+        !bgpu_buffer_get(sdev, ctx, n, bounce_evict_one, &s->buf)) {
         if (handed)
             uffd_unregister(s->reg_lo, s->reg_hi - s->reg_lo);
         bounce_snap_free(s);
@@ -245,7 +252,7 @@ static struct snap *eager_snap_new(uintptr_t h, CUdeviceptr dev, size_t n, int s
     s->gen = atomic_load_explicit(&bounce_work_gen, memory_order_relaxed);
     uintptr_t rlo = s->reg_lo;
     size_t rlen = s->reg_hi - s->reg_lo;
-    if (!bgpu_buffer_get(sdev, ctx, n, &s->buf)) {
+    if (!bgpu_buffer_get(sdev, ctx, n, bounce_evict_one, &s->buf)) {
         if (handed)
             uffd_unregister(rlo, rlen);
         bounce_snap_free(s);

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bounce_int.h"
 #include "config.h"
 #include "driver.h"
+#include "gpu.h"
 #include "hooks.h"
 #include "log.h"
 #include "uffd.h"
@@ -135,7 +135,8 @@ size_t bgpu_idle_free(int dev, CUcontext ctx)
     return freed;
 }
 
-bool bgpu_buffer_get(int dev, CUcontext ctx, size_t bytes, struct dbuf *out)
+bool bgpu_buffer_get(int dev, CUcontext ctx, size_t bytes, bool (*evict)(int dev),
+                     struct dbuf *out)
 {
     const struct driver_api *d = driver_api();
     size_t limit = bgpu_budget(dev, ctx);
@@ -160,7 +161,7 @@ bool bgpu_buffer_get(int dev, CUcontext ctx, size_t bytes, struct dbuf *out)
         pthread_mutex_unlock(&gpu_mu);
         if (fits)
             break;
-        if (bgpu_idle_free(dev, NULL) == 0 && !bounce_evict_one(dev))
+        if (bgpu_idle_free(dev, NULL) == 0 && !evict(dev))
             return false;
     }
     CUdeviceptr p = 0;

@@ -7,17 +7,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bounce_int.h"
 #include "config.h"
+#include "counters.h"
 #include "driver.h"
+#include "gpu.h"
 #include "hooks.h"
 #include "link_life.h"
 #include "log.h"
+#include "pages.h"
 #include "record.h"
 #include "resolve.h"
 #include "route.h"
+#include "table.h"
 #include "uffd.h"
 #include "upgrade.h"
+#include "watch.h"
 
 /* An H2D split into more pieces than this goes the normal way. */
 #define PIECES_MAX 16

@@ -23,10 +23,11 @@
 #include <sys/mman.h>
 
 #include "bounce.h"
-#include "bounce_int.h"
 #include "driver.h"
+#include "libc.h"
 #include "next_symbol.h"
 #include "shim_cuda.h"
+#include "watch.h"
 
 typedef void (*free_fn)(void *);
 typedef void *(*realloc_fn)(void *, size_t);

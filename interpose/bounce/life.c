@@ -1,14 +1,30 @@
 /* The bounce module's lifetimes (bounce.h): host memory read, written,
  * pinned or given back by paths the shim does not replace; contexts that
- * go; the program's allocations that need the memory; fork and exit; the
- * counters. The table itself is bounce.c's. */
+ * go; the program's allocations that need the memory; fork and exit;
+ * GPU work that may write host memory. The table itself is table.c's. */
 #define _GNU_SOURCE
 #include <malloc.h>
 #include <stdlib.h>
 
-#include "bounce_int.h"
+#include "counters.h"
+#include "gpu.h"
+#include "life.h"
 #include "log.h"
+#include "pages.h"
+#include "stage.h"
+#include "table.h"
 #include "uffd.h"
+
+void bounce_gpu_work(void)
+{
+    if (atomic_load_explicit(&bounce_count, memory_order_relaxed) != 0)
+        atomic_fetch_add_explicit(&bounce_work_gen, 1, memory_order_relaxed);
+}
+
+void bounce_gpu_writes(CUdeviceptr dst, size_t bytes)
+{
+    bounce_host_access((const void *)(uintptr_t)dst, bytes, true);
+}
 
 static bool any_snapshot(void)
 {
@@ -201,53 +217,4 @@ void bounce_at_exit(void)
 {
     atomic_store(&bounce_disabled, true);
     bounce_ctx_gone(NULL, -1);
-}
-
-/* ---- statistics --------------------------------------------------------- */
-
-/* Every counter, in bounce_stats order. */
-static _Atomic uint64_t *const counters[] = {
-    &bst_d2h_lazy, &bst_d2h_eager, &bst_seen, &bst_upgraded, &bst_upgraded_bytes,
-    &bst_lazy_bytes, &bst_materialised, &bst_faults, &bst_evicted, &bst_fallbacks,
-    &bst_candidates, &bst_predicted, &bst_skipped, &bst_useful, &bst_wasted, &bst_seen_plain};
-
-void bounce_get_stats(struct bounce_stats *o)
-{
-    uint64_t *out[] = {&o->d2h_lazy, &o->d2h_eager, &o->seen, &o->upgraded,
-                       &o->upgraded_bytes, &o->lazy_bytes, &o->materialised_bytes, &o->faults,
-                       &o->evicted, &o->fallbacks, &o->candidates, &o->predicted,
-                       &o->skipped, &o->useful, &o->wasted, &o->seen_plain};
-    _Static_assert(sizeof out / sizeof out[0] == sizeof counters / sizeof counters[0],
-                   "one field per counter");
-    for (size_t i = 0; i < sizeof out / sizeof out[0]; i++)
-        *out[i] = atomic_load(counters[i]);
-}
-
-void bounce_stats_reset(void)
-{
-    for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++)
-        atomic_store(counters[i], 0);
-}
-
-/* The line appears once a D2H was a candidate (or a snapshot was asked
- * for): a program that never copies large results down sees none. */
-void bounce_report(void)
-{
-    struct bounce_stats b;
-    bounce_get_stats(&b);
-    if (b.candidates + b.d2h_lazy + b.d2h_eager + b.seen + b.fallbacks == 0)
-        return;
-    uint64_t kept = b.lazy_bytes > b.materialised_bytes ? b.lazy_bytes - b.materialised_bytes : 0;
-    LOG_INFO("summary bounce candidates=%llu predicted=%llu skipped=%llu snapshots=%llu "
-             "lazy=%llu eager=%llu seen=%llu upgraded=%llu useful=%llu wasted=%llu "
-             "seen_plain=%llu materialised_bytes=%llu faults=%llu evicted=%llu fallbacks=%llu "
-             "bytes_not_through_host=%llu",
-             (unsigned long long)b.candidates, (unsigned long long)b.predicted,
-             (unsigned long long)b.skipped, (unsigned long long)(b.d2h_lazy + b.d2h_eager),
-             (unsigned long long)b.d2h_lazy, (unsigned long long)b.d2h_eager,
-             (unsigned long long)b.seen, (unsigned long long)b.upgraded,
-             (unsigned long long)b.useful, (unsigned long long)b.wasted,
-             (unsigned long long)b.seen_plain, (unsigned long long)b.materialised_bytes,
-             (unsigned long long)b.faults, (unsigned long long)b.evicted,
-             (unsigned long long)b.fallbacks, (unsigned long long)(kept + b.upgraded_bytes));
 }

@@ -6,8 +6,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "bounce_int.h"
 #include "log.h"
+#include "pages.h"
 
 size_t bounce_page = 4096;
 unsigned bounce_page_shift = 12;

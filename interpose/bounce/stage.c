@@ -5,10 +5,11 @@
 #define _GNU_SOURCE
 #include <errno.h>
 
-#include "bounce_int.h"
 #include "driver.h"
+#include "gpu.h"
 #include "hooks.h"
 #include "shim_alloc.h"
+#include "stage.h"
 #include "uffd.h"
 
 #define STAGE_BYTES ((size_t)4 << 20) /* one half of a staging buffer */
@@ -87,8 +88,7 @@ static bool goes_with(CUcontext c, int d, CUcontext ctx, int dev)
 
 static void stage_ctx_gone(struct stage *st, CUcontext ctx, int dev)
 {
-    CUresult (*stream_destroy)(CUstream) =
-        (CUresult(*)(CUstream))driver_symbol("cuStreamDestroy_v2");
+    PFN_cuStreamDestroy_v4000 stream_destroy = driver_api()->stream_destroy;
     pthread_mutex_lock(&st->mu);
     if (st->mem != NULL && st->pinned && goes_with(st->mem_ctx, st->mem_dev, ctx, dev)) {
         const struct driver_api *d = driver_api();

@@ -15,10 +15,15 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "bounce_int.h"
 #include "config.h"
+#include "counters.h"
+#include "gpu.h"
 #include "log.h"
+#include "pages.h"
+#include "stage.h"
+#include "table.h"
 #include "uffd.h"
+#include "watch.h"
 
 pthread_mutex_t bounce_mu = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t bounce_cv = PTHREAD_COND_INITIALIZER;
@@ -26,21 +31,6 @@ struct snap *bounce_head;
 _Atomic size_t bounce_count;
 _Atomic bool bounce_disabled;
 _Atomic uint64_t bounce_work_gen;
-
-void bounce_gpu_work(void)
-{
-    if (atomic_load_explicit(&bounce_count, memory_order_relaxed) != 0)
-        atomic_fetch_add_explicit(&bounce_work_gen, 1, memory_order_relaxed);
-}
-
-void bounce_gpu_writes(CUdeviceptr dst, size_t bytes)
-{
-    bounce_host_access((const void *)(uintptr_t)dst, bytes, true);
-}
-
-_Atomic uint64_t bst_d2h_lazy, bst_d2h_eager, bst_seen, bst_upgraded, bst_upgraded_bytes,
-    bst_lazy_bytes, bst_materialised, bst_faults, bst_evicted, bst_fallbacks, bst_candidates,
-    bst_predicted, bst_skipped, bst_useful, bst_wasted, bst_seen_plain;
 
 #define READ_AHEAD_MAX 8 /* chunks filled by one fault of a sequential reader */
 

@@ -9,11 +9,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "bounce_int.h"
 #include "config.h"
+#include "counters.h"
 #include "log.h"
 #include "record.h"
 #include "shim.h"
+#include "watch.h"
 
 static pthread_mutex_t watch_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct predict_table table; /* zeroed: empty */

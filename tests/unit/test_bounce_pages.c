@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "../check.h"
-#include "bounce/bounce_int.h"
+#include "bounce/pages.h"
 
 
 static size_t naive(const uint8_t *st, size_t i, size_t n, unsigned stop)

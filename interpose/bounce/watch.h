@@ -1,0 +1,27 @@
+/* watch.c: the predictor behind its lock, observe mode's candidates. */
+#ifndef P2PSHIM_BOUNCE_WATCH_H
+#define P2PSHIM_BOUNCE_WATCH_H
+
+#include "bounce_int.h"
+
+/* A D2H candidate (upgrade mode, at least the bounce minimum, a device
+ * source) about to run: remembered (for a later H2D to match) and
+ * judged. Counts candidates, predicted and skipped. */
+enum predict_verdict evidence_d2h(uintptr_t host, size_t bytes, CUdeviceptr src, int dev);
+/* A large D2H while no key has evidence (the predictor would say no):
+ * remembered with its source pointer only, before either pointer is
+ * looked up, and counted as a candidate; true when so handled. False
+ * when some key has evidence: the caller makes its full checks and asks
+ * evidence_d2h. The D2Hs of programs that never bounce stop here, with
+ * no lookup, allocation or system call. */
+bool evidence_d2h_unarmed(uintptr_t host, size_t bytes, CUdeviceptr src);
+/* An H2D not served from a snapshot (upgrade mode): a seen bounce when it
+ * lies inside a remembered D2H (counted as seen_plain). One relaxed load
+ * while nothing is remembered. */
+void evidence_h2d(const void *host, size_t bytes);
+/* A snapshot's outcome (s->judged set by the caller). */
+void evidence_outcome(const struct predict_pair *keys, bool useful);
+/* free(host): remembered D2Hs starting there are forgotten. */
+void watch_forget(const void *host);
+
+#endif
