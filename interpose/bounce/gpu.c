@@ -10,6 +10,7 @@
 
 #include "config.h"
 #include "driver.h"
+#include "events.h"
 #include "gpu.h"
 #include "hooks.h"
 #include "log.h"
@@ -223,28 +224,15 @@ void bgpu_buffer_put(struct dbuf *b)
 
 /* ---- events ----------------------------------------------------------- */
 
-static CUevent event_in(CUcontext ctx)
-{
-    const struct driver_api *d = driver_api();
-    CUevent e = NULL;
-    if (d->event_create && bgpu_push(ctx)) {
-        if (d->event_create(&e, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
-            e = NULL;
-        bgpu_pop();
-    }
-    return e;
-}
-
 /* An event recorded on the program's stream, in the call's flavour. */
 static CUevent record_on(const struct copy_call *call)
 {
     const struct driver_api *d = driver_api();
     CUcontext ctx = driver_stream_ctx(call->stream, call->per_thread);
-    CUevent e = event_in(ctx);
+    CUevent e = bevent_get(ctx);
     PFN_cuEventRecord_v2000 rec = DRIVER_FLAVOUR(d, event_record, call->per_thread);
     if (e == NULL || rec == NULL || rec(e, call->stream) != CUDA_SUCCESS) {
-        if (e)
-            d->event_destroy(e);
+        bevent_put(e);
         return NULL;
     }
     return e;
@@ -255,7 +243,7 @@ void bgpu_sync_uses(struct dbuf *b)
     const struct driver_api *d = driver_api();
     for (int i = 0; i < b->nuses; i++) {
         d->event_synchronize(b->uses[i]);
-        d->event_destroy(b->uses[i]);
+        bevent_put(b->uses[i]);
     }
     b->nuses = 0;
 }
@@ -267,7 +255,7 @@ void bgpu_wait_uses(struct dbuf *b, const struct copy_call *call)
     for (int i = 0; i < b->nuses; i++) {
         if (wait == NULL || wait(call->stream, b->uses[i], 0) != CUDA_SUCCESS)
             d->event_synchronize(b->uses[i]);
-        d->event_destroy(b->uses[i]);
+        bevent_put(b->uses[i]);
     }
     b->nuses = 0;
 }
@@ -287,7 +275,7 @@ void bgpu_add_use(struct dbuf *b, const struct copy_call *call)
     }
     if (b->nuses == USES_MAX) {
         d->event_synchronize(b->uses[0]);
-        d->event_destroy(b->uses[0]);
+        bevent_put(b->uses[0]);
         memmove(b->uses, b->uses + 1, (USES_MAX - 1) * sizeof b->uses[0]);
         b->nuses--;
     }
@@ -302,13 +290,13 @@ CUresult bgpu_fence(const struct copy_call *call, bool wait, struct dbuf *b)
         return CUDA_ERROR_UNKNOWN;
     if (wait) {
         CUresult r = d->event_synchronize(e);
-        d->event_destroy(e);
+        bevent_put(e);
         return r;
     }
     if (b != NULL && b->nuses < USES_MAX)
         b->uses[b->nuses++] = e;
     else
-        d->event_destroy(e);
+        bevent_put(e);
     return CUDA_SUCCESS;
 }
 
@@ -372,8 +360,7 @@ void bgpu_wait_event(const struct copy_call *call, CUevent ev)
 
 void bgpu_event_release(CUevent ev)
 {
-    if (ev != NULL)
-        driver_api()->event_destroy(ev);
+    bevent_put(ev);
 }
 
 /* ---- devices that read pageable memory themselves ---------------------- */

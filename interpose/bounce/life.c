@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "counters.h"
+#include "events.h"
 #include "gpu.h"
 #include "life.h"
 #include "log.h"
@@ -131,6 +132,7 @@ void bounce_ctx_gone(CUcontext ctx, int dev)
     }
     bgpu_idle_free(ctx ? -1 : dev, ctx);
     bgpu_ctx_gone(ctx, dev);
+    bevent_drop(ctx, dev);
 }
 
 bool bounce_release_device(int dev)

@@ -6,6 +6,7 @@
 #include <errno.h>
 
 #include "driver.h"
+#include "events.h"
 #include "gpu.h"
 #include "hooks.h"
 #include "shim_alloc.h"
@@ -145,14 +146,13 @@ CUevent bgpu_snapshot_aside(const struct copy_call *call, struct dbuf *b, CUdevi
             ok = ok && wait(side, b->uses[i], 0) == CUDA_SUCCESS;
             if (!ok)
                 d->event_synchronize(b->uses[i]);
-            d->event_destroy(b->uses[i]);
+            bevent_put(b->uses[i]);
         }
         b->nuses = 0;
         if (ok && copy(b->ptr, src, bytes, side) == CUDA_SUCCESS) {
-            if (d->event_create(&done, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
-                done = NULL;
-            else if (record(done, side) != CUDA_SUCCESS) {
-                d->event_destroy(done);
+            done = bevent_get(b->ctx);
+            if (done != NULL && record(done, side) != CUDA_SUCCESS) {
+                bevent_put(done);
                 done = NULL;
             }
             if (done == NULL) /* issued but not trackable: done before the buffer goes */
