@@ -28,7 +28,8 @@ struct link_slot {
 struct link_entry {
     CUcontext a, b; /* a NULL: free entry */
     int dev_a, dev_b;
-    uint64_t last_use_ns;
+    uint64_t last_use_ns; /* the idle clock: kept only while idle release is on */
+    uint64_t last_use_seq; /* the order of last uses: which link is least recently used */
     bool untracked;
     struct link_slot slot[LINK_SLOTS];
 };
@@ -38,6 +39,7 @@ static struct link_entry links[LINKS_MAX];
 static int links_used;
 static pthread_mutex_t links_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint64_t next_check_ns;
+static uint64_t use_seq; /* under links_lock */
 
 static struct link_entry *find_entry(CUcontext a, CUcontext b)
 {
@@ -95,7 +97,11 @@ void link_life_note_use(struct copy_call *call, CUcontext a, int dev_a, CUcontex
     pthread_mutex_lock(&links_lock);
     struct link_entry *e = get_entry(a, dev_a, b, dev_b);
     if (e != NULL) {
-        e->last_use_ns = record_now_ns();
+        /* The clock only when idle release needs it: every upgraded copy
+         * passes here. */
+        if (track)
+            e->last_use_ns = record_now_ns();
+        e->last_use_seq = ++use_seq;
         if (!track)
             e->untracked = true;
     }
@@ -249,7 +255,7 @@ bool link_life_make_room(CUcontext cur, CUcontext peer)
             struct link_entry *e = &links[i];
             bool touches = e->a != NULL && (e->a == cur || e->b == cur || e->a == peer ||
                                             e->b == peer);
-            if (touches && !tried[i] && (lru == NULL || e->last_use_ns < lru->last_use_ns))
+            if (touches && !tried[i] && (lru == NULL || e->last_use_seq < lru->last_use_seq))
                 lru = e;
         }
         if (lru == NULL)
