@@ -21,14 +21,6 @@
 #include "uffd.h"
 #include "watch.h"
 
-/* Below this a snapshot never pays (P2PSHIM_BOUNCE_MIN's floor). */
-#define BOUNCE_MIN_BYTES ((size_t)64 << 10)
-/* P2PSHIM_BOUNCE_MIN=auto: measured on the H200 pair (docs/RESULTS.md),
- * a pageable pair of 64 KiB took 0.08 ms with a snapshot against 0.04 ms
- * without, one of 1 MiB 0.08 against 0.34; a pinned pair of 1 MiB 0.07
- * against 0.056, one of 16 MiB 0.40 against 0.62. */
-#define BOUNCE_AUTO_MIN_PAGEABLE ((size_t)1 << 20)
-#define BOUNCE_AUTO_MIN_PINNED ((size_t)16 << 20)
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static bool uffd_ok;
 
@@ -76,10 +68,9 @@ static enum how decide(const void *host, size_t bytes, CUdeviceptr dev,
     /* Smaller than every kind's minimum: no candidate. While no key has
      * evidence, the predictor says no whatever the kind: the D2H is only
      * remembered, and neither pointer is looked up. */
-    size_t smallest = cfg->bounce_min ? cfg->bounce_min
-                      : BOUNCE_AUTO_MIN_PAGEABLE < BOUNCE_AUTO_MIN_PINNED
-                          ? BOUNCE_AUTO_MIN_PAGEABLE
-                          : BOUNCE_AUTO_MIN_PINNED;
+    size_t smallest = bounce_min_for(cfg, false) < bounce_min_for(cfg, true)
+                          ? bounce_min_for(cfg, false)
+                          : bounce_min_for(cfg, true);
     if (bytes < smallest || evidence_d2h_unarmed((uintptr_t)host, bytes, dev))
         return HOW_NONE;
     if (!resolve_pointer(dev, src) || src->device < 0 ||
@@ -90,12 +81,12 @@ static enum how decide(const void *host, size_t bytes, CUdeviceptr dev,
     if (resolve_pointer((CUdeviceptr)(uintptr_t)host, &h)) {
         if ((h.kind != MEM_KIND_HOST_PINNED && h.kind != MEM_KIND_HOST_REGISTERED) ||
             (uintptr_t)host - h.base + bytes > h.size ||
-            bytes < (cfg->bounce_min ? cfg->bounce_min : BOUNCE_AUTO_MIN_PINNED))
+            bytes < bounce_min_for(cfg, true))
             return HOW_NONE;
         /* Written by DMA behind the page tables: eager, its snapshot good
          * only until GPU work that could write it is issued (wrap_work.c). */
         *dma = true;
-    } else if (bytes < (cfg->bounce_min ? cfg->bounce_min : BOUNCE_AUTO_MIN_PAGEABLE)) {
+    } else if (bytes < bounce_min_for(cfg, false)) {
         return HOW_NONE;
     }
     if (evidence_d2h((uintptr_t)host, bytes, dev, src->device) != PREDICT_YES)

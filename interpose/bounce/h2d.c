@@ -259,13 +259,28 @@ static bool serve(const struct copy_call *call, bool sync, CUdeviceptr dst, cons
     return true;
 }
 
+/* Whether a D2H into this host memory could ever take a snapshot: the D2H
+ * side remembers large D2Hs before it knows the kind of their host memory
+ * (watch.h), so a pinned range below the pinned minimum is told apart
+ * here, when a remembered D2H may be about to gain evidence, and never
+ * arms the predictor. */
+static bool host_may_bounce(const struct p2pshim_config *cfg, const void *host, size_t bytes)
+{
+    struct owner_info h;
+    if (!resolve_pointer((CUdeviceptr)(uintptr_t)host, &h))
+        return bytes >= bounce_min_for(cfg, false);
+    return (h.kind == MEM_KIND_HOST_PINNED || h.kind == MEM_KIND_HOST_REGISTERED) &&
+           bytes >= bounce_min_for(cfg, true);
+}
+
 bool bounce_h2d(const struct copy_call *call, bool sync, CUdeviceptr dst, const void *host,
                 size_t bytes, CUresult *rc)
 {
     if (serve(call, sync, dst, host, bytes, rc))
         return true;
     const struct p2pshim_config *cfg = config_get();
-    if (cfg->mode == P2PSHIM_MODE_UPGRADE && cfg->bounce != P2PSHIM_BOUNCE_OFF)
+    if (cfg->mode == P2PSHIM_MODE_UPGRADE && cfg->bounce != P2PSHIM_BOUNCE_OFF &&
+        evidence_h2d_wanted() && host_may_bounce(cfg, host, bytes))
         evidence_h2d(host, bytes); /* the normal way: maybe a seen bounce */
     return false;
 }

@@ -113,6 +113,11 @@ bool evidence_d2h_unarmed(uintptr_t host, size_t bytes, CUdeviceptr src)
     return unarmed;
 }
 
+bool evidence_h2d_wanted(void)
+{
+    return atomic_load_explicit(&live, memory_order_relaxed) != 0;
+}
+
 void evidence_h2d(const void *host, size_t bytes)
 {
     if (atomic_load_explicit(&live, memory_order_relaxed) == 0 || host == NULL)

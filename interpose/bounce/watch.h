@@ -19,6 +19,9 @@ bool evidence_d2h_unarmed(uintptr_t host, size_t bytes, CUdeviceptr src);
  * lies inside a remembered D2H (counted as seen_plain). One relaxed load
  * while nothing is remembered. */
 void evidence_h2d(const void *host, size_t bytes);
+/* Whether any D2H is remembered (one relaxed load): an H2D can be a seen
+ * bounce only then. */
+bool evidence_h2d_wanted(void);
 /* A snapshot's outcome (s->judged set by the caller). */
 void evidence_outcome(const struct predict_pair *keys, bool useful);
 /* free(host): remembered D2Hs starting there are forgotten. */

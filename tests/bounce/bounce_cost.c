@@ -135,16 +135,58 @@ static void expect_paid_once(const char *name, const uint64_t paid[ROUNDS],
     }
 }
 
+/* A staging loop through pinned memory below the pinned minimum never
+ * bounces and must give no evidence: a later D2H from the same source
+ * into pageable memory then goes the normal way. Under the default
+ * minimums only (with P2PSHIM_BOUNCE_MIN set, pinned and pageable share
+ * one minimum). */
+static void small_pinned(void)
+{
+    size_t n = (size_t)1 << 20;
+    CUdeviceptr src = src0 + 4 * 4096;
+    unsigned char *p = malloc(n), *h = malloc(n);
+    void *pinned = NULL;
+    PL_EXPECT(p != NULL && h != NULL, "malloc");
+    pl_use(bt_env.ctx[0]);
+    PL_OK(cuMemHostAlloc(&pinned, n, 0));
+    for (int r = 0; r < 3; r++) {
+        bt_pattern(p, n, 800 + r);
+        bt_set_dev(src, p, n);
+        pl_use(bt_env.ctx[0]);
+        PL_OK(cuMemcpyDtoH_v2(pinned, src, n));
+        pl_use(bt_env.ctx[1]);
+        PL_OK(cuMemcpyHtoD_v2(dst1, pinned, n));
+        pl_use(bt_env.ctx[0]);
+        bt_check_dev(dst1, p, n, "small pinned loop");
+    }
+    bt_pattern(p, n, 810);
+    bt_set_dev(src, p, n);
+    struct standin_stats s0;
+    standin_get_stats(&s0);
+    PL_OK(cuMemcpyDtoH_v2(h, src, n));
+    struct bt_paths d;
+    bt_paths_since(&s0, &d);
+    PL_EXPECT(!bt_shim || getenv("P2PSHIM_BOUNCE_MIN") != NULL || d.d2h_bytes == n,
+              "small pinned loop: a later pageable D2H from its source took a snapshot "
+              "(%llu of %zu bytes to the host)", (unsigned long long)d.d2h_bytes, n);
+    bt_check_host(h, p, n, "after the small pinned loop");
+    line("after the small pinned loop", h, n);
+    PL_OK(cuMemFreeHost(pinned));
+    free(h);
+    free(p);
+}
+
 int main(int argc, char **argv)
 {
     bt_init(argc, argv);
     size_t big = (size_t)16 << 20;
-    src0 = pl_alloc(bt_env.ctx[0], big + 4 * 4096);
+    src0 = pl_alloc(bt_env.ctx[0], big + 5 * 4096);
     dst1 = pl_alloc(bt_env.ctx[1], big);
     uint64_t paid[ROUNDS], dev[ROUNDS];
     bool bounce = getenv("BT_NO_BOUNCE") == NULL;
     size_t pageable = (size_t)1 << 20, pinned = big;
 
+    small_pinned(); /* first: while no key has evidence yet */
     run_loop(PAGEABLE, "pageable loop", pageable, paid, dev);
     expect_paid_once("pageable loop", paid, dev, bounce, pageable);
     run_loop(PINNED, "pinned loop", pinned, paid, dev);
