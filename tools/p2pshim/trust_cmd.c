@@ -32,6 +32,7 @@ static const char usage_text[] =
     "  --clear   remove the file: every link is checked again at its next use\n"
     "  --check   check every pair of devices that can peer now, through the\n"
     "            shim (P2PSHIM_TRUST=recheck), then show the verdicts\n"
+    "  -h, --help  this text\n"
     "\n"
     "The file: $P2PSHIM_TRUST_FILE, else $XDG_CACHE_HOME/p2pshim/trust, else\n"
     "~/.cache/p2pshim/trust. Exit: 0 success, 1 a file refused or a check\n"
