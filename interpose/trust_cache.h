@@ -5,7 +5,8 @@
  * boot or another device set is no match; a line that does not read as
  * one of ours is ignored with one warning; the file is opened as the
  * shim's other files are (docs/SECURITY.md): no symbolic link, a regular
- * file of the user, created 0600. */
+ * file of the user, created 0600. The format is trust_file.h's, which
+ * `p2pshim trust` reads too. */
 #ifndef P2PSHIM_TRUST_CACHE_H
 #define P2PSHIM_TRUST_CACHE_H
 
@@ -13,34 +14,14 @@
 #include <stddef.h>
 
 #include "config.h"
-
-enum trust_verdict {
-    TRUST_UNKNOWN = 0,
-    TRUST_TRUSTED,
-    TRUST_UNTRUSTED,   /* reason "link-untrusted" */
-    TRUST_SLOWER,      /* reason "link-slower" */
-};
-
-/* The verdict's word in the file ("trusted", or its reason's name). */
-const char *trust_verdict_name(enum trust_verdict v);
-
-/* What a verdict is about. The two devices in a fixed order (by UUID), so
- * that a pair has one line whichever way its first copy went. */
-struct trust_key {
-    char boot[40];
-    char uuid[2][48];
-    char bus[2][24];
-    char driver[40];   /* CUDA driver API version / kernel module version */
-    int iommu;
-};
+#include "trust_file.h"
 
 /* The key of the link between devices a and b (driver calls: UUIDs, bus
  * ids, version; files under /proc and /sys). false when the driver cannot
  * name a device: then nothing is cached. */
 bool trust_key_make(int dev_a, int dev_b, struct trust_key *key);
 
-/* The cache file: P2PSHIM_TRUST_FILE, else $XDG_CACHE_HOME/p2pshim/trust,
- * else $HOME/.cache/p2pshim/trust. false when none can be named. */
+/* The cache file: trust_file_path with P2PSHIM_TRUST_FILE's value. */
 bool trust_cache_path(const struct p2pshim_config *cfg, char *out, size_t len);
 
 /* The last verdict the file holds for key, or TRUST_UNKNOWN (no file, no

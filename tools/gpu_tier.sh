@@ -4,7 +4,7 @@
 #   tools/gpu_tier.sh [--no-build] [--no-tests] [--no-bench]
 #                     [--rounds N] [--bench-args "..."] [--tests REGEX]
 #                     [--exclude REGEX] [--no-bounce] [--no-harm]
-#                     [--harm-args "..."]
+#                     [--harm-args "..."] [--no-trust]
 #
 # 1. prints the GPU topology (nvidia-smi topo -m);
 # 2. configures and builds (cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release
@@ -17,6 +17,9 @@
 # 5. runs tools/p2pbench/harm_run.py (what the shim costs programs that never
 #    bounce, and the bounce loops: docs/harm-results.json; --harm-args passes
 #    options, e.g. "--quick");
+# 5b. runs tools/p2pbench/trust_cost.sh (what the link check costs a pair's
+#    first copy, checked and cached) where two or more GPUs are present; with
+#    fewer it says so and skips;
 # 6. copies logs and JSON to $OUT when set (8 files at most: the summary and
 #    results first, every log in logs.tar.gz);
 # 7. prints a summary table last: each gpu test pass/fail/skip, each
@@ -29,7 +32,7 @@ cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
 BUILD=${P2PSHIM_GPU_BUILD:-build-gpu}
 LOGS=$ROOT/$BUILD/gpu-tier
-do_build=1 do_tests=1 do_bench=1 do_bounce=1 do_harm=1 rounds=2 bench_args="" tests_regex=""
+do_build=1 do_tests=1 do_bench=1 do_bounce=1 do_harm=1 do_trust=1 rounds=2 bench_args="" tests_regex=""
 exclude_regex="" harm_args=""
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -38,6 +41,7 @@ while [ $# -gt 0 ]; do
     --no-bench) do_bench=0; shift ;;
     --no-bounce) do_bounce=0; shift ;;
     --no-harm) do_harm=0; shift ;;
+    --no-trust) do_trust=0; shift ;;
     --harm-args) harm_args=$2; shift 2 ;;
     --tests) tests_regex=$2; shift 2 ;;
     --exclude) exclude_regex=$2; shift 2 ;;
@@ -51,7 +55,7 @@ export CMAKE_BUILD_PARALLEL_LEVEL=16
 mkdir -p "$LOGS"
 status=0
 build_state=skipped tests_state=skipped bench_state=skipped bounce_state=skipped
-harm_state=skipped
+harm_state=skipped trust_state=skipped
 
 echo "== nvidia-smi topo -m"
 if command -v nvidia-smi >/dev/null 2>&1; then
@@ -141,14 +145,30 @@ if [ "$do_harm" = 1 ] && [ "$build_state" != FAILED ]; then
     fi
 fi
 
+if [ "$do_trust" = 1 ] && [ "$build_state" != FAILED ]; then
+    echo "== trust_cost.sh (the link check's cost per pair)"
+    ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+    if [ "${ngpu:-0}" -lt 2 ]; then
+        echo "trust_cost: skipped, ${ngpu:-0} GPU(s) (needs 2)" | tee "$LOGS/trust.log"
+    elif [ ! -x "$BUILD/tools/p2pbench/trust_cost_shared" ]; then
+        echo "trust_cost: skipped, $BUILD/tools/p2pbench/trust_cost_shared not built" |
+            tee "$LOGS/trust.log"
+    elif sh tools/p2pbench/trust_cost.sh "$BUILD" "$LOGS/trust-cost.jsonl" 2>&1 |
+             tee "$LOGS/trust.log"; then
+        trust_state=ok
+    else
+        trust_state=FAILED status=1
+    fi
+fi
+
 # The summary table: from ctest's log and the benchmarks' criteria lines.
 python3 - "$LOGS" "$build_state" "$tests_state" "$bench_state" "$bounce_state" \
-    "$harm_state" >"$LOGS/summary.txt" <<'EOF'
+    "$harm_state" "$trust_state" >"$LOGS/summary.txt" <<'EOF'
 import os, re, sys
-logs, build, tests, bench, bounce, harm = sys.argv[1:7]
+logs, build, tests, bench, bounce, harm, trust = sys.argv[1:8]
 print("== gpu tier summary")
-print("build: %s   tests: %s   bench: %s   bounce: %s   harm: %s" % (build, tests, bench,
-                                                                   bounce, harm))
+print("build: %s   tests: %s   bench: %s   bounce: %s   harm: %s   trust: %s" % (
+    build, tests, bench, bounce, harm, trust))
 pat = re.compile(r"Test\s+#\d+: (\S+) \.*\s*(?:\*\*\*)?([A-Za-z][A-Za-z ]*?)(?::[^\d]*)?\s+[\d.]+ sec")
 path = os.path.join(logs, "ctest.log")
 if os.path.exists(path):
@@ -168,6 +188,15 @@ for name, marker, title in (("bench.log", "== acceptance criteria", "benchmark c
             print(title)
             for l in lines[lines.index(marker) + 1:]:
                 print("  " + (l if len(l) < 150 else l[:147] + "..."))
+# trust_cost.sh: its per-pair lines (after the runs' JSON lines), or why it
+# did not run.
+path = os.path.join(logs, "trust.log")
+if os.path.exists(path):
+    lines = [l for l in open(path, errors="replace").read().splitlines()
+             if l.startswith("pair ") or l.startswith("trust_cost: ")]
+    print("link check, first copy over a skipped check (trust_cost.sh):")
+    for l in lines or ["no figures (see trust.log)"]:
+        print("  " + l)
 EOF
 
 cat "$LOGS/summary.txt"
@@ -179,7 +208,7 @@ if [ -n "${OUT:-}" ]; then
     # shellcheck disable=SC2046 # the names that exist, one word each
     tar -czf "$OUT/logs.tar.gz" -C "$LOGS" $(cd "$LOGS" && ls -d build.log ctest-gpu.xml \
         transcripts.tar.gz examples topo.txt ctest.log bench.log bounce.log harm.log \
-        bounce-probe.txt summary.txt 2>/dev/null) 2>/dev/null
+        bounce-probe.txt trust.log summary.txt 2>/dev/null) 2>/dev/null
     sent=1
     for f in "$LOGS/summary.txt" \
              "$([ "$do_harm" = 1 ] && echo docs/harm-results.json)" \

@@ -10,6 +10,12 @@ runlog_check.py CASE PROGRAM PRELOAD
   held      the program holds CUPTI first (--hold-cupti, as Nsight Systems
             would): the shim says so in exactly one warning, the header says
             "unavailable", and the decisions are still logged
+  check     the default link check (P2PSHIM_TRUST=check, a cache file of its
+            own): the verdict line and a `link-check` event of the shim's,
+            every cross-GPU copy upgraded, the program's bytes right; a
+            second run finds the verdict cached and checks nothing
+The other cases run with P2PSHIM_TRUST=skip (CMakeLists.txt): the check's
+own copies are not the program's.
 Exit 77 when the program says it needs two GPUs."""
 import collections
 import json
@@ -33,7 +39,12 @@ def main():
     elif case == "held":
         env["P2PSHIM_MODE"] = "observe"
         args.append("--hold-cupti")
+    elif case == "check":
+        env.update(P2PSHIM_TRUST="check", P2PSHIM_LOG="info",
+                   P2PSHIM_TRUST_FILE=os.path.join(tmp, "trust-verdicts"))
     p = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
+    if case == "check" and p.returncode != 77:
+        return check_case(p, env, args, tmp)
     sys.stdout.write(p.stdout)
     if p.returncode == 77:
         return 77
@@ -84,6 +95,44 @@ def main():
     print(f"runlog {case}: {len(cross)} cross-GPU decisions, {joined} joined, "
           f"{sum(len(v) for v in kinds.values())} activities")
     for f in fails[:20]:
+        print("FAIL:", f)
+    return 1 if fails else 0
+
+
+def link_checks(log):
+    return [l for l in (json.loads(x) for x in open(log))
+            if l["type"] == "event" and l.get("what") == "link-check"]
+
+
+def check_case(p, env, args, tmp):
+    """The default check on real GPUs: it ran once, said so, and the
+    program's copies were upgraded with every byte right."""
+    fails = []
+    sys.stdout.write(p.stderr[-2000:])
+    if p.returncode != 0 or not re.search(r"xfer: \d+ bytes across, 0 wrong", p.stdout):
+        fails.append(f"program exited {p.returncode}: {p.stdout.strip()[-300:]}")
+    if not re.search(r"p2pshim: link 0-1: trusted: peer [\d.]+ GB/s", p.stderr):
+        fails.append("no verdict line 'link 0-1: trusted' (a link that fails its check "
+                     "here is worth a look)")
+    logs = [f for f in os.listdir(tmp) if f.endswith(".jsonl")]
+    checks = link_checks(os.path.join(tmp, logs[0])) if len(logs) == 1 else []
+    if len(checks) != 1 or "cached" in checks[0].get("detail", ""):
+        fails.append(f"link-check events: {checks}")
+    if "verdict=trusted" not in open(env["P2PSHIM_TRUST_FILE"]).read():
+        fails.append("no trusted verdict in the cache file")
+    if not re.search(r"summary total copies=(\d+) upgraded=\1 passed=0 ", p.stderr):
+        fails.append("not every cross-GPU copy upgraded")
+    for f in logs:
+        os.remove(os.path.join(tmp, f))
+    again = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
+    if again.returncode != 0 or "trusted (cached)" not in again.stderr:
+        fails.append(f"second run: exit {again.returncode}, no cached verdict said")
+    logs = [f for f in os.listdir(tmp) if f.endswith(".jsonl")]
+    cached = link_checks(os.path.join(tmp, logs[0])) if len(logs) == 1 else []
+    if len(cached) != 1 or "(cached)" not in cached[0].get("detail", ""):
+        fails.append(f"second run's link-check events: {cached}")
+    print(f"runlog check: {checks[0]['detail'] if checks else 'no check'}")
+    for f in fails:
         print("FAIL:", f)
     return 1 if fails else 0
 

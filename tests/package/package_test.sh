@@ -226,11 +226,12 @@ echo "after-value: $(complete_words run --log x.jsonl --ob)"
 echo "program-args: $(complete_words run --set LOG=info ./prog --ob)"
 echo "after-dashdash: $(complete_words run --observe -- --ob)"
 echo "help: $(complete_words help t)"
+echo "trust: $(complete_words trust --)"
 EOF
     mkdir -p "$dir/cwd" && : >"$dir/cwd/report.html" && : >"$dir/cwd/other"
     PT_SRC=$PT_SRC PT_LAUNCHER=$PT_LAUNCHER bash "$dir/c.sh" "$dir/cwd" >"$dir/got" 2>&1
     cat >"$dir/want" <<'EOF'
-cmds: help report run topo 
+cmds: help report run topo trust 
 r: report run 
 top: --help --print-library --version 
 run: --help --log --mode --observe --report --set 
@@ -241,7 +242,8 @@ report-file: report.html
 after-value: --observe 
 program-args: 
 after-dashdash: 
-help: topo 
+help: topo trust 
+trust: --check --clear --help --show 
 EOF
     # Options a later version adds are fine: each wanted word must be offered
     # and nothing else where the list is closed (values, program words).

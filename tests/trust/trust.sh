@@ -134,6 +134,21 @@ recheck)
     run rechecked P2PSHIM_TRUST=recheck STANDIN_LINK_CORRUPT=0:1
     expect_staged rechecked link-untrusted; expect_work rechecked 2
     run after STANDIN_LINK_CORRUPT=0:1; expect_staged after link-untrusted; expect_work after 0 ;;
+counts)
+    # The check's own copies are the shim's, not the program's: the exit
+    # summary and the run log count the same with and without it.
+    run skipped P2PSHIM_TRUST=skip; expect_work skipped 0
+    run checked; expect_work checked 2; expect_upgraded checked
+    for r in skipped checked; do
+        sed -n 's/^.*p2pshim: summary /summary /p' "$tmp/$r.err" >"$tmp/$r.sum"
+        grep -c '"type":"decision"' "$tmp/$r.jsonl" >"$tmp/$r.dec"
+        grep '"type":"footer"' "$tmp/$r.jsonl" | sed 's/"[a-z_]*ns":[0-9]*//g' >>"$tmp/$r.dec"
+    done
+    [ -s "$tmp/checked.sum" ] || fail "counts: no summary"
+    cmp -s "$tmp/skipped.sum" "$tmp/checked.sum" ||
+        fail "counts: the summaries differ: $(diff "$tmp/skipped.sum" "$tmp/checked.sum")"
+    cmp -s "$tmp/skipped.dec" "$tmp/checked.dec" ||
+        fail "counts: the run logs differ: $(diff "$tmp/skipped.dec" "$tmp/checked.dec")" ;;
 single)
     env -u P2PSHIM_TRUST HOME="$tmp" XDG_CACHE_HOME="$tmp/cache" STANDIN_DEVICES=1 \
         LD_PRELOAD="$preload" "$prog" 3 1 >"$tmp/one.out" 2>"$tmp/one.err" || fail "one device: failed"

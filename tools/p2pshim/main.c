@@ -1,5 +1,5 @@
 /* p2pshim: the launcher's entry point. Dispatches to the subcommands run,
- * topo and report; prints the top-level help and the version. Nothing
+ * topo, report and trust; prints the top-level help and the version. Nothing
  * calls back into this file: what the subcommands share is in cli.c. */
 #include <stdio.h>
 #include <string.h>
@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "launcher.h"
 #include "report.h"
+#include "trust_cmd.h"
 
 #ifndef P2PSHIM_VERSION
 #error "P2PSHIM_VERSION must be defined by the build"
@@ -27,6 +28,8 @@ static const char usage_text[] =
     "                 devices, peer access, links; --measure: bandwidth per pair\n"
     "  report [ARGS...]\n"
     "                 render a run log (docs/LOG_FORMAT.md) as a report\n"
+    "  trust [--show] [--clear] [--check]\n"
+    "                 the link verdicts the shim keeps; --check: check every pair now\n"
     "  help [COMMAND] this text, or a command's help\n"
     "\n"
     "`p2pshim COMMAND --help` tells more. --print-library prints the path of the\n"
@@ -52,7 +55,10 @@ static int dispatch(int argc, char **argv)
         return topo_main(argc, argv);
     if (strcmp(cmd, "report") == 0)
         return report_main(argc, argv);
-    launcher_error("unknown command '%s' (commands: run, topo, report; see p2pshim --help)",
+    if (strcmp(cmd, "trust") == 0)
+        return trust_main(argc, argv);
+    launcher_error("unknown command '%s' (commands: run, topo, report, trust; "
+                   "see p2pshim --help)",
                    cmd);
     return LAUNCHER_EXIT_USAGE;
 }
