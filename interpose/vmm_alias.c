@@ -128,6 +128,8 @@ static const struct shim_module alias_row = {
  * unmapped. */
 static void remove_range(uintptr_t base, size_t size)
 {
+    if (nmaps == 0)
+        return; /* maps may still be NULL */
     size_t i = lower_bound(base);
     if (i > 0 && maps[i - 1].base + maps[i - 1].size > base)
         i--;
