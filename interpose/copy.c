@@ -2,6 +2,7 @@
 #include "copy.h"
 
 #include "bounce/bounce.h"
+#include "copy_alias.h"
 #include "cupti_join.h"
 #include "link_life.h"
 #include "nvtx.h"
@@ -107,17 +108,23 @@ static void decide_and_act(struct copy_call *call, struct copy_end *src,
     if (want_cupti(cfg))
         cupti_start();
     link_life_tick();
+    if (call->alias_dst != NULL)
+        copy_alias_fill_ctx(call, src, dst);
     struct route_decision d = upgrade_decide(call, src, dst, bytes, cfg);
     enum record_action action = RECORD_PASS;
     enum route_reason counted = d.reason;
     if (cfg->mode == P2PSHIM_MODE_OBSERVE) {
         /* The run log and the exit summary both say "would upgrade". */
-        action = d.action == ROUTE_ENABLE_THEN_PASS ? RECORD_WOULD_UPGRADE : RECORD_PASS_OBSERVED;
-        if (d.action == ROUTE_ENABLE_THEN_PASS)
+        bool would = d.action != ROUTE_PASS;
+        action = would ? RECORD_WOULD_UPGRADE : RECORD_PASS_OBSERVED;
+        if (would)
             counted = d.reason = ROUTE_OBSERVED;
     } else if (d.action == ROUTE_ENABLE_THEN_PASS) {
         counted = d.reason = upgrade_enable(&d, src, dst);
         action = d.reason == ROUTE_UPGRADED ? RECORD_ENABLE_THEN_PASS : RECORD_PASS;
+    } else if (d.action == ROUTE_ALIAS) {
+        counted = d.reason = copy_alias_apply(call, &d, src, dst, bytes);
+        action = d.reason == ROUTE_UPGRADED_ALIAS ? RECORD_ALIAS_REISSUE : RECORD_PASS;
     }
     stats_count(src->route.device, dst->route.device, counted, bytes);
     if (cfg->mode == P2PSHIM_MODE_UPGRADE && route_reason_is_upgrade(counted))

@@ -26,6 +26,11 @@ struct copy_call {
     /* An upgraded copy's link whose event is recorded after the driver
      * call (link_life.h); NULL = none. */
     CUcontext link_a, link_b;
+    /* A linear copy's own address arguments, which the wrapper passes to
+     * the driver after the copy path: the copy path may set them to the
+     * aliases of mapped ends (copy_alias.h). NULL: the call cannot be
+     * re-issued that way (struct, batch and host copies). */
+    CUdeviceptr *alias_dst, *alias_src;
 };
 
 /* What a wrapper does after considering a host<->device copy: call the

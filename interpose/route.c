@@ -43,13 +43,44 @@ static bool is_host_kind(enum mem_kind kind)
 
 static struct route_decision pass(enum route_reason reason)
 {
-    struct route_decision d = {ROUTE_PASS, reason, -1, -1};
+    struct route_decision d = {ROUTE_PASS, reason, -1, -1, false};
     return d;
 }
 
 bool route_from_dst(const struct route_input *in)
 {
     return in->exec_device >= 0 && in->exec_device == in->dst.device;
+}
+
+/* The needed direction of a decision that uses the link. */
+static void set_direction(const struct route_input *in, struct route_decision *out)
+{
+    out->enable_from = in->src.device;
+    out->enable_to = in->dst.device;
+    if (route_from_dst(in)) {
+        out->enable_from = in->dst.device;
+        out->enable_to = in->src.device;
+    }
+}
+
+/* Mapped memory with aliases to be had: the link is used through them
+ * whichever direction is up; an enable is needed only when none is. */
+static struct route_decision decide_alias(const struct route_input *in,
+                                          const struct p2pshim_config *cfg)
+{
+    const struct route_link *l = &in->link;
+    bool up = l->app_enabled || l->shim_enabled || l->shim_any;
+    if (!cfg->pair_allowed[in->src.device][in->dst.device])
+        return pass(ROUTE_PAIR_EXCLUDED);
+    if (in->bytes < cfg->min_bytes)
+        return pass(ROUTE_BELOW_MIN_BYTES);
+    if (!up && !l->can_access)
+        return pass(ROUTE_NO_PEER_CAPABILITY);
+    if (!up && l->failed)
+        return pass(ROUTE_ENABLE_FAILED);
+    struct route_decision out = {ROUTE_ALIAS, ROUTE_UPGRADED_ALIAS, -1, -1, !up};
+    set_direction(in, &out);
+    return out;
 }
 
 struct route_decision route_decide(const struct route_input *in,
@@ -74,7 +105,7 @@ struct route_decision route_decide(const struct route_input *in,
     if (s->kind == MEM_KIND_POOL || d->kind == MEM_KIND_POOL)
         return pass(ROUTE_POOL);
     if (s->kind == MEM_KIND_VMM || d->kind == MEM_KIND_VMM)
-        return pass(ROUTE_VMM);
+        return in->alias_ok ? decide_alias(in, cfg) : pass(ROUTE_VMM);
     if (in->link.app_enabled)
         return pass(ROUTE_APP_PEER);
     if (in->link.shim_enabled)
@@ -92,11 +123,7 @@ struct route_decision route_decide(const struct route_input *in,
     if (stop != ROUTE_UPGRADED)
         return pass(in->link.shim_any ? ROUTE_ALREADY_UPGRADED : stop);
 
-    struct route_decision out = {ROUTE_ENABLE_THEN_PASS, ROUTE_UPGRADED,
-                                 s->device, d->device};
-    if (route_from_dst(in)) {
-        out.enable_from = d->device;
-        out.enable_to = s->device;
-    }
+    struct route_decision out = {ROUTE_ENABLE_THEN_PASS, ROUTE_UPGRADED, -1, -1, false};
+    set_direction(in, &out);
     return out;
 }

@@ -15,6 +15,9 @@
 enum route_action {
     ROUTE_PASS = 0,          /* call the original unchanged */
     ROUTE_ENABLE_THEN_PASS,  /* enable peer access, then call the original */
+    ROUTE_ALIAS,             /* mapped memory: enable when need_enable, then
+                              * call the original with the mapped ends'
+                              * aliases (vmm_alias.h) */
 };
 
 /* Why: log_vocab.def's LOG_REASONS, each with its class. */
@@ -60,6 +63,8 @@ struct route_input {
     size_t bytes;
     int exec_device;       /* device issuing the copy, -1 if unknown */
     struct route_link link;
+    bool alias_ok;         /* the caller can re-issue with aliases of mapped
+                            * ends (linear copies) */
 };
 
 struct route_decision {
@@ -67,6 +72,7 @@ struct route_decision {
     enum route_reason reason;
     int enable_from;       /* for ROUTE_ENABLE_THEN_PASS: the direction */
     int enable_to;         /* (route_from_dst), device ordinals */
+    bool need_enable;      /* ROUTE_ALIAS: no direction of the link is up yet */
 };
 
 /* The needed direction, the one rule every caller reads: true when it
@@ -76,8 +82,11 @@ struct route_decision {
 bool route_from_dst(const struct route_input *in);
 
 /* Decides. Rules, in order: not cross-GPU (unknown, host, same device);
- * mode off; ordinals past P2PSHIM_MAX_DEVICES; managed, pool and mapped
- * memory (context peer access does not cover them: passed through); the
+ * mode off; ordinals past P2PSHIM_MAX_DEVICES; managed and pool memory
+ * (context peer access does not cover them: passed through), and mapped
+ * memory unless alias_ok (then ROUTE_ALIAS, after the pair filter, the
+ * size threshold, capability and a remembered failure of a link not yet
+ * up: the program's or the shim's link does not reach mapped memory); the
  * program's own access (it chose its links: left as they are); the shim's
  * access in the needed direction; then, before enabling anything, the pair
  * filter, the size threshold, capability and a remembered failure — where

@@ -28,6 +28,10 @@ const struct p2pshim_config *shim_config(void);
  *                            driver calls, so it runs before any lock below
  *                            is taken; exits first, filling them for later
  *                            readers while the contexts still exist
+ *   SHIM_ROW_ALIAS           aliases of mapped memory (vmm_alias.c), a late
+ *                            row: unmapped at exit, after the bounce
+ *                            module's work and while the contexts exist;
+ *                            its lock, taken before shim_alloc's
  *   SHIM_ROW_LINKS           the shim's links' uses and events (link_life.c):
  *                            its lock, taken before peer.c's
  *   SHIM_ROW_PEER            enabled pairs (peer.c): its locks
@@ -73,6 +77,7 @@ struct shim_module {
 
 enum shim_row {
     SHIM_ROW_BOUNCE,
+    SHIM_ROW_ALIAS,
     SHIM_ROW_LINKS,
     SHIM_ROW_PEER,
     SHIM_ROW_OWNERSHIP,

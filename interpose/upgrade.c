@@ -30,6 +30,7 @@ struct route_decision upgrade_decide(const struct copy_call *call, const struct 
     in.dst = dst->route;
     in.bytes = bytes;
     in.exec_device = -1;
+    in.alias_ok = call->alias_dst != NULL && call->alias_src != NULL;
     bool cross = src->route.known && dst->route.known && src->route.device >= 0 &&
                  dst->route.device >= 0 && src->route.device != dst->route.device;
     if (cross && src->ctx != NULL && dst->ctx != NULL && cfg->mode != P2PSHIM_MODE_OFF) {

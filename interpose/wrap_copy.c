@@ -4,6 +4,7 @@
  * host<->device copies may instead return the answer of the shim's
  * replacement (bounce.h). */
 #include "copy.h"
+#include "copy_alias.h"
 #include "hooks.h"
 #include "link_life.h"
 #include "shim.h"
@@ -19,7 +20,8 @@
         if (real == NULL)                                                     \
             return CUDA_ERROR_NOT_INITIALIZED;                                \
         struct copy_call call_ = {HOOK_##name, (stream_expr),                 \
-                                  HOOK_PER_THREAD_##name, 0, false, NULL, NULL}; \
+                                  HOOK_PER_THREAD_##name, 0, false, NULL, NULL, \
+                                  NULL, NULL};                                \
         struct copy_call *call = &call_;                                      \
         if (!shim_begin())                                                    \
             return real args;                                                 \
@@ -43,12 +45,16 @@
 #define WRAP(name, params, args, consider) WRAP_STREAM(name, params, args, NULL, consider)
 
 /* ---- linear copies in the unified address space ---- */
+/* Linear copies may be issued with the aliases of mapped ends: the copy
+ * path may replace dst and src (copy_alias.h) before `real args` reads
+ * them. */
 #define WRAP_LINEAR_SYNC(name)                                                \
     WRAP(name, (CUdeviceptr dst, CUdeviceptr src, size_t n), (dst, src, n),   \
-         copy_consider(call, dst, NULL, src, NULL, n))
+         copy_consider(copy_alias_allow(call, &dst, &src), dst, NULL, src, NULL, n))
 #define WRAP_LINEAR_ASYNC(name)                                               \
     WRAP_STREAM(name, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s), \
-                (dst, src, n, s), s, copy_consider(call, dst, NULL, src, NULL, n))
+                (dst, src, n, s), s,                                          \
+                copy_consider(copy_alias_allow(call, &dst, &src), dst, NULL, src, NULL, n))
 
 WRAP_LINEAR_SYNC(cuMemcpyDtoD_v2)
 WRAP_LINEAR_SYNC(cuMemcpyDtoD_v2_ptds)
@@ -60,13 +66,14 @@ WRAP_LINEAR_ASYNC(cuMemcpyDtoDAsync_v2_ptsz)
     WRAP(name,                                                                \
          (CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx,   \
           size_t n),                                                          \
-         (dst, dctx, src, sctx, n), copy_consider(call, dst, dctx, src, sctx, n))
+         (dst, dctx, src, sctx, n),                                           \
+         copy_consider(copy_alias_allow(call, &dst, &src), dst, dctx, src, sctx, n))
 #define WRAP_PEER_ASYNC(name)                                                 \
     WRAP_STREAM(name,                                                         \
                 (CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, \
                  size_t n, CUstream s),                                       \
                 (dst, dctx, src, sctx, n, s), s,                              \
-                copy_consider(call, dst, dctx, src, sctx, n))
+                copy_consider(copy_alias_allow(call, &dst, &src), dst, dctx, src, sctx, n))
 
 WRAP_PEER_SYNC(cuMemcpyPeer)
 WRAP_PEER_SYNC(cuMemcpyPeer_ptds)
@@ -150,10 +157,11 @@ WRAP_3DBATCH_13000(cuMemcpy3DBatchAsync_v2_ptsz)
 /* Unified copies: one of them may be a host bounce too. */
 #define UNIFIED(name)                                                         \
     WRAP_ACT(name, (CUdeviceptr dst, CUdeviceptr src, size_t n), (dst, src, n), NULL, \
-              copy_consider_linear(call, dst, src, n, SYNC))
+              copy_consider_linear(copy_alias_allow(call, &dst, &src), dst, src, n, SYNC))
 #define UNIFIED_ASYNC(name)                                                   \
     WRAP_ACT(name, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s),  \
-              (dst, src, n, s), s, copy_consider_linear(call, dst, src, n, ASYNC))
+              (dst, src, n, s), s,                                            \
+              copy_consider_linear(copy_alias_allow(call, &dst, &src), dst, src, n, ASYNC))
 
 UNIFIED(cuMemcpy)
 UNIFIED(cuMemcpy_ptds)

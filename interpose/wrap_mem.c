@@ -9,6 +9,7 @@
 #include "ownership.h"
 #include "resolve.h"
 #include "shim.h"
+#include "vmm_alias.h"
 
 #define REAL_OR_FAIL(name)                                                    \
     pfn_##name real = REAL(name);                                             \
@@ -201,13 +202,17 @@ P2PSHIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
     CUresult r = real(ptr, size, offset, handle, flags);
     int device;
     if (r == CUDA_SUCCESS && shim_begin()) {
-        if (ownership_handle_lookup((uint64_t)handle, &device))
+        if (ownership_handle_lookup((uint64_t)handle, &device)) {
             alloc_track((uintptr_t)ptr, size, MEM_KIND_VMM, device, NULL);
+            vmm_alias_note_map((uintptr_t)ptr, size, offset, device);
+        }
         shim_end();
     }
     return r;
 }
 
+/* The shim's aliases of the range go once the driver has unmapped it (a
+ * refused unmap leaves the program's mapping, and so the alias, alive). */
 P2PSHIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 {
     REAL_OR_FAIL(cuMemUnmap);
@@ -215,7 +220,25 @@ P2PSHIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
         ownership_remove_range((uintptr_t)ptr, size);
         shim_end();
     }
-    return real(ptr, size);
+    CUresult r = real(ptr, size);
+    if (r == CUDA_SUCCESS && shim_begin()) {
+        vmm_alias_note_unmap((uintptr_t)ptr, size);
+        shim_end();
+    }
+    return r;
+}
+
+/* Freeing a reservation ends whatever is still mapped in it. */
+P2PSHIM_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
+{
+    REAL_OR_FAIL(cuMemAddressFree);
+    CUresult r = real(ptr, size);
+    if (r == CUDA_SUCCESS && shim_begin()) {
+        ownership_remove_range((uintptr_t)ptr, size);
+        vmm_alias_note_unmap((uintptr_t)ptr, size);
+        shim_end();
+    }
+    return r;
 }
 
 /* Arrays take device memory too: the same retry, nothing recorded (no

@@ -8,6 +8,7 @@
 #include "ownership.h"
 #include "peer.h"
 #include "shim.h"
+#include "vmm_alias.h"
 
 /* The current context, or NULL. */
 static CUcontext current_ctx(void)
@@ -55,6 +56,7 @@ static void forget_device(int dev)
         link_life_forget_device(dev);
         peer_forget_device(dev);
         ownership_remove_device(dev);
+        vmm_alias_forget_device(dev);
         shim_end();
     }
 }

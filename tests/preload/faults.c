@@ -15,9 +15,11 @@
  *   release    a primary context released to zero and retained again (all
  *              its state, peer links included, gone in the driver, like a
  *              reset): the next cross copy must be upgraded again
- *   memkinds   pool (cuMemAllocAsync), mapped (cuMemCreate/cuMemMap) and
- *              managed memory: passed through, never enabled for, bytes
- *              right, peer only where the program granted access itself */
+ *   memkinds   pool (cuMemAllocAsync) and managed memory: passed through,
+ *              never enabled for, bytes right, peer only where the program
+ *              granted access itself; mapped (cuMemCreate/cuMemMap) memory:
+ *              peer through the shim's aliases, the program's access lists
+ *              untouched, nothing held after its unmap */
 #include <stdio.h>
 #include <string.h>
 
@@ -89,6 +91,127 @@ static void all_pairs(int islands)
         }
 }
 
+/* The program's access to mapped range va, for devices 0 and 1: what
+ * cuMemGetAccess answers, packed (the answers are 0..3). */
+static unsigned access_of(CUdeviceptr va)
+{
+    unsigned packed = 0;
+    for (int d = 0; d < 2; d++) {
+        CUmemLocation loc;
+        unsigned long long fl = 99;
+        memset(&loc, 0, sizeof loc);
+        loc.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        loc.id = d;
+        PL_OK(cuMemGetAccess(&fl, &loc, va));
+        packed |= (unsigned)fl << (4 * d);
+    }
+    return packed;
+}
+
+static size_t free_on(CUcontext c)
+{
+    size_t fr = 0, total = 0;
+    pl_use(c);
+    PL_OK(cuMemGetInfo_v2(&fr, &total));
+    return fr;
+}
+
+/* Mapped memory on devices 0 and 1, each granted to its owner only. Round
+ * 0: the shim's aliases carry the copies over the link (one enable, 0->1);
+ * cuMemGetAccess answers as before and nobody but the program set access.
+ * Round 1: the program grants device 1 on va[0] itself. After the program
+ * unmaps and releases, the memory is free again: no alias kept it.
+ * Returns the enable count afterwards. */
+static uint64_t mapped(uint64_t enables)
+{
+    CUcontext c0 = env.ctx[0], c1 = env.ctx[1];
+    CUdeviceptr d1 = pl_alloc(c1, N);
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    size_t gran = 0;
+    PL_OK(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    if (gran < N)
+        gran = (N + gran - 1) / gran * gran;
+    size_t free0 = free_on(c0), free1 = free_on(c1);
+    CUmemGenericAllocationHandle h[2];
+    CUdeviceptr va[2] = {0, 0};
+    for (int d = 0; d < 2; d++) {
+        CUmemAccessDesc acc;
+        memset(&acc, 0, sizeof acc);
+        prop.location.id = d;
+        acc.location = prop.location;
+        acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+        pl_use(env.ctx[d]);
+        PL_OK(cuMemCreate(&h[d], gran, &prop, 0));
+        PL_OK(cuMemAddressReserve(&va[d], gran, 0, 0, 0));
+        PL_OK(cuMemMap(va[d], gran, 0, h[d], 0));
+        PL_OK(cuMemRelease(h[d])); /* as ggml does: the mapping holds it */
+        PL_OK(cuMemSetAccess(va[d], gran, &acc, 1));
+    }
+    unsigned access0 = access_of(va[0]), access1 = access_of(va[1]);
+    PL_EXPECT(access0 == 0x03 && access1 == 0x30, "access before: %#x %#x", access0, access1);
+    struct standin_stats s0, s1;
+    for (int round = 0; round < 2; round++) {
+        if (round == 1) {
+            CUmemAccessDesc acc[2];
+            memset(acc, 0, sizeof acc);
+            for (int d = 0; d < 2; d++) {
+                acc[d].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+                acc[d].location.id = d;
+                acc[d].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+            }
+            PL_OK(cuMemSetAccess(va[0], gran, acc, 2));
+        }
+        pl_fill(c0, va[0], N, ++seed);
+        pl_set(c1, va[1], N, 0);
+        pl_use(c0);
+        pl_stats(&s0);
+        PL_OK(cuMemcpyDtoD_v2(va[1], va[0], N));
+        pl_stats(&s1);
+        PL_EXPECT(s1.peer_copies - s0.peer_copies == 1 && s1.staged_copies == s0.staged_copies,
+                  "mapped round %d: peer %llu staged %llu", round,
+                  (unsigned long long)(s1.peer_copies - s0.peer_copies),
+                  (unsigned long long)(s1.staged_copies - s0.staged_copies));
+        pl_verify(c1, va[1], N, seed, "mapped -> mapped");
+        pl_fill(c1, va[1], N, ++seed);
+        pl_use(c1);
+        pl_stats(&s0);
+        PL_OK(cuMemcpyPeerAsync(va[0], c0, va[1], c1, N, NULL));
+        PL_OK(cuStreamSynchronize(NULL));
+        pl_stats(&s1);
+        PL_EXPECT(s1.peer_copies - s0.peer_copies == 1, "mapped 1->0 round %d: not peer", round);
+        pl_verify(c0, va[0], N, seed, "mapped 1 -> mapped 0 (peer API)");
+        pl_fill(c0, va[0], N, ++seed);
+        pl_use(c0);
+        PL_OK(cuMemcpy(d1, va[0], N));
+        pl_verify(c1, d1, N, seed, "mapped -> device");
+        if (round == 0) {
+            PL_EXPECT(access_of(va[0]) == access0 && access_of(va[1]) == access1,
+                      "access after the shim's copies: %#x %#x", access_of(va[0]),
+                      access_of(va[1]));
+            PL_EXPECT(standin_access_grants(va[0]) == 1 && standin_access_grants(va[1]) == 1,
+                      "access set by someone else: %llu %llu",
+                      (unsigned long long)standin_access_grants(va[0]),
+                      (unsigned long long)standin_access_grants(va[1]));
+        }
+    }
+    PL_EXPECT(access_of(va[0]) == 0x33, "the program's own grant: %#x", access_of(va[0]));
+    PL_EXPECT(enable_calls() == enables + 1, "mapped memory: %llu enables, want 1",
+              (unsigned long long)(enable_calls() - enables));
+    for (int d = 0; d < 2; d++) {
+        pl_use(env.ctx[d]);
+        PL_OK(cuMemUnmap(va[d], gran));
+        PL_OK(cuMemAddressFree(va[d], gran));
+    }
+    PL_EXPECT(free_on(c0) == free0 && free_on(c1) == free1,
+              "mapped memory still held after unmap: %zu %zu bytes",
+              free0 - free_on(c0), free1 - free_on(c1));
+    pl_free(c1, d1);
+    return enable_calls();
+}
+
 /* Pool, mapped and managed memory: never a reason for an enable. */
 static void memkinds(void)
 {
@@ -131,55 +254,9 @@ static void memkinds(void)
     }
     PL_EXPECT(enable_calls() == enables, "pool memory caused an enable call");
 
-    /* mapped memory on both devices */
-    CUmemAllocationProp prop;
-    memset(&prop, 0, sizeof prop);
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    size_t gran = 0;
-    PL_OK(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
-    if (gran < N)
-        gran = (N + gran - 1) / gran * gran;
-    CUmemGenericAllocationHandle h[2];
-    CUdeviceptr va[2] = {0, 0};
-    for (int d = 0; d < 2; d++) {
-        CUmemAccessDesc acc;
-        memset(&acc, 0, sizeof acc);
-        prop.location.id = d;
-        acc.location = prop.location;
-        acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-        pl_use(env.ctx[d]);
-        PL_OK(cuMemCreate(&h[d], gran, &prop, 0));
-        PL_OK(cuMemAddressReserve(&va[d], gran, 0, 0, 0));
-        PL_OK(cuMemMap(va[d], gran, 0, h[d], 0));
-        PL_OK(cuMemSetAccess(va[d], gran, &acc, 1));
-    }
-    for (int round = 0; round < 2; round++) {
-        if (round == 1) {
-            CUmemAccessDesc acc[2];
-            memset(acc, 0, sizeof acc);
-            for (int d = 0; d < 2; d++) {
-                acc[d].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-                acc[d].location.id = d;
-                acc[d].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-            }
-            PL_OK(cuMemSetAccess(va[0], gran, acc, 2));
-        }
-        pl_fill(c0, va[0], N, ++seed);
-        pl_use(c0);
-        pl_stats(&s0);
-        PL_OK(cuMemcpyDtoD_v2(va[1], va[0], N));
-        pl_stats(&s1);
-        PL_EXPECT(s1.peer_copies - s0.peer_copies == (uint64_t)round,
-                  "mapped round %d: peer %llu", round,
-                  (unsigned long long)(s1.peer_copies - s0.peer_copies));
-        pl_verify(c1, va[1], N, seed, "mapped -> mapped");
-        pl_fill(c0, va[0], N, ++seed);
-        pl_use(c0);
-        PL_OK(cuMemcpy(d1, va[0], N));
-        pl_verify(c1, d1, N, seed, "mapped -> device");
-    }
-    PL_EXPECT(enable_calls() == enables, "mapped memory caused an enable call");
+    /* mapped memory on both devices: upgraded through the shim's aliases,
+     * the program's own access lists untouched */
+    enables = mapped(enables);
 
     /* managed memory to device 1 */
     CUdeviceptr m = 0;
@@ -190,12 +267,6 @@ static void memkinds(void)
     pl_verify(c1, d1, N, seed, "managed -> device");
     PL_EXPECT(enable_calls() == enables, "managed memory caused an enable call");
 
-    for (int d = 0; d < 2; d++) {
-        pl_use(env.ctx[d]);
-        PL_OK(cuMemUnmap(va[d], gran));
-        PL_OK(cuMemRelease(h[d]));
-        PL_OK(cuMemAddressFree(va[d], gran));
-    }
     pl_use(c0);
     PL_OK(cuMemFreeAsync(p0, NULL));
     PL_OK(cuMemFree_v2(m));

@@ -69,6 +69,19 @@ SD_API int standin_device_of(CUdeviceptr ptr)
     return d;
 }
 
+SD_API uint64_t standin_access_grants(CUdeviceptr ptr)
+{
+    pthread_mutex_lock(&sd_mu);
+    struct sd_alloc *a = sd_lookup(ptr);
+    uint64_t n = 0;
+    if (a && a->kind == SD_MEM_VMM)
+        n = a->access_sets;
+    else if (a && a->kind == SD_MEM_POOL)
+        n = a->pool->access_sets;
+    pthread_mutex_unlock(&sd_mu);
+    return n;
+}
+
 SD_API void standin_reload_config(void)
 {
     pthread_mutex_lock(&sd_mu);

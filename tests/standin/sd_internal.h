@@ -148,6 +148,7 @@ struct CUmemPoolHandle_st {
     int dev;
     int is_default;
     CUmemAccess_flags access[SD_MAX_DEV];
+    uint64_t access_sets;     /* successful cuMemPoolSetAccess calls */
 };
 
 /* A cuMemCreate handle: a memfd holding the physical pages. */
@@ -156,7 +157,9 @@ struct sd_vmh {
     int dev;
     size_t size;
     int fd;
-    int released;
+    int refs;         /* cuMemCreate's and cuMemRetainAllocationHandle's,
+                       * less cuMemRelease's */
+    int released;     /* refs reached 0: the handle is no longer valid */
     int maps;
 };
 
@@ -171,6 +174,7 @@ struct sd_alloc {
     struct CUmemPoolHandle_st *pool;
     struct sd_vmh *vmh;   /* SD_MEM_VMM */
     CUmemAccess_flags access[SD_MAX_DEV];   /* SD_MEM_VMM: cuMemSetAccess */
+    uint64_t access_sets; /* SD_MEM_VMM: successful cuMemSetAccess calls on it */
     unsigned flags;
     uint64_t buffer_id;
     char *dma_view;       /* SD_MEM_PINNED: a second mapping of the same pages,
@@ -306,6 +310,10 @@ int sd_mem_on_device(const struct sd_alloc *a);
  * allocated or not: an unallocated address there is a bad device pointer,
  * not pageable host memory. */
 int sd_owned_region(uintptr_t p);
+
+/* sd_pool.c */
+/* Checks one access descriptor against device `owner`'s memory. */
+CUresult sd_check_access_desc(const CUmemAccessDesc *d, int owner);
 
 /* sd_vmm.c */
 void sd_arrays_free(void);     /* every array handle (teardown) */

@@ -102,6 +102,13 @@ void standin_flush_all(void);
  * memory), or -1 (host, managed or unknown memory). */
 int standin_device_of(CUdeviceptr ptr);
 
+/* How many successful calls changed the access list that governs ptr:
+ * cuMemSetAccess calls covering the mapping that holds ptr, or
+ * cuMemPoolSetAccess calls on the pool ptr was allocated from. 0 for any
+ * other memory. A test asserts with it that nobody but the program
+ * touched the access of the program's memory. */
+uint64_t standin_access_grants(CUdeviceptr ptr);
+
 /* Re-reads the STANDIN_* variables and resets everything: every context,
  * allocation, stream, event, pool, mapping and counter is dropped, and each
  * thread's context stack is emptied. The initialised state is kept: if

@@ -19,6 +19,8 @@ static int failures;
 #define SHIM 4
 #define FAILED 8
 #define SHIM_ANY 16 /* the shim enabled the opposite direction only */
+#define ALIAS 32    /* the caller can re-issue with aliases (alias_ok) */
+#define VMM(d) {true, MEM_KIND_VMM, (d)}
 
 struct row {
     const char *what;
@@ -46,6 +48,15 @@ static const struct row rows[] = {
     {"ordinal too large", DEV(0), DEV(P2PSHIM_MAX_DEVICES), 64, -1, CAN, 0, ROUTE_PASS, ROUTE_DEVICE_OUT_OF_RANGE, -1, -1},
     {"managed", KIND(MEM_KIND_MANAGED, 0), DEV(1), 64, -1, CAN, 0, ROUTE_PASS, ROUTE_MANAGED, -1, -1},
     {"pool", DEV(0), KIND(MEM_KIND_POOL, 1), 64, -1, CAN, 0, ROUTE_PASS, ROUTE_POOL, -1, -1},
+    {"pool, aliases possible", KIND(MEM_KIND_POOL, 0), DEV(1), 64, -1, CAN | ALIAS, 0, ROUTE_PASS, ROUTE_POOL, -1, -1},
+    {"mapped, alias, enable", VMM(0), DEV(1), 64, -1, CAN | ALIAS, 0, ROUTE_ALIAS, ROUTE_UPGRADED_ALIAS, 0, 1},
+    {"mapped both, issued on dst", VMM(0), VMM(1), 64, 1, CAN | ALIAS, 0, ROUTE_ALIAS, ROUTE_UPGRADED_ALIAS, 1, 0},
+    {"mapped, the program's link up", DEV(0), VMM(1), 64, -1, CAN | APP | ALIAS, 0, ROUTE_ALIAS, ROUTE_UPGRADED_ALIAS, 0, 1},
+    {"mapped, the shim's other direction up", VMM(0), VMM(1), 64, -1, CAN | SHIM_ANY | FAILED | ALIAS, 0, ROUTE_ALIAS, ROUTE_UPGRADED_ALIAS, 0, 1},
+    {"mapped, enable failed before", VMM(0), VMM(1), 64, -1, CAN | FAILED | ALIAS, 0, ROUTE_PASS, ROUTE_ENABLE_FAILED, -1, -1},
+    {"mapped, cannot peer", VMM(0), VMM(1), 64, -1, ALIAS, 0, ROUTE_PASS, ROUTE_NO_PEER_CAPABILITY, -1, -1},
+    {"mapped, below min bytes", VMM(0), VMM(1), 64, -1, CAN | SHIM | ALIAS, 2, ROUTE_PASS, ROUTE_BELOW_MIN_BYTES, -1, -1},
+    {"mapped, pair excluded", VMM(0), VMM(1), 64, -1, CAN | ALIAS, 3, ROUTE_PASS, ROUTE_PAIR_EXCLUDED, -1, -1},
     {"mapped", KIND(MEM_KIND_VMM, 0), DEV(1), 64, -1, CAN, 0, ROUTE_PASS, ROUTE_VMM, -1, -1},
     {"app enabled", DEV(0), DEV(1), 64, -1, CAN | APP, 0, ROUTE_PASS, ROUTE_APP_PEER, -1, -1},
     {"app and shim", DEV(0), DEV(1), 64, -1, CAN | APP | SHIM, 0, ROUTE_PASS, ROUTE_APP_PEER, -1, -1},
@@ -96,10 +107,14 @@ int main(void)
         in.link.shim_enabled = (r->link & SHIM) != 0;
         in.link.failed = (r->link & FAILED) != 0;
         in.link.shim_any = (r->link & (SHIM | SHIM_ANY)) != 0;
+        in.alias_ok = (r->link & ALIAS) != 0;
         struct route_decision d = route_decide(&in, &cfg);
         bool ok = d.action == r->action && d.reason == r->reason;
-        if (ok && d.action == ROUTE_ENABLE_THEN_PASS)
+        if (ok && d.action != ROUTE_PASS)
             ok = d.enable_from == r->from && d.enable_to == r->to;
+        /* An alias needs an enable only when no direction is up. */
+        if (ok && d.action == ROUTE_ALIAS)
+            ok = d.need_enable == !(r->link & (APP | SHIM | SHIM_ANY));
         if (!ok) {
             failures++;
             printf("FAIL %s: got action %d reason %s (%d->%d), want %d %s (%d->%d)\n",

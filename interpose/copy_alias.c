@@ -1,0 +1,77 @@
+#include "copy_alias.h"
+
+#include "driver.h"
+#include "vmm_alias.h"
+
+/* The primary context of dev when it is active (the program's, or its
+ * runtime's), else NULL. The retain is given back at once: the handle
+ * stays valid while the context is active, and the shim keeps nothing
+ * alive that the program would not. */
+static CUcontext active_primary(int dev)
+{
+    const struct driver_api *d = driver_api();
+    unsigned int flags = 0;
+    int active = 0;
+    CUcontext ctx = NULL;
+    if (d->primary_ctx_get_state == NULL || d->primary_ctx_retain == NULL ||
+        d->primary_ctx_release == NULL ||
+        d->primary_ctx_get_state(dev, &flags, &active) != CUDA_SUCCESS || !active)
+        return NULL;
+    if (d->primary_ctx_retain(&ctx, dev) != CUDA_SUCCESS)
+        return NULL;
+    d->primary_ctx_release(dev);
+    return ctx;
+}
+
+void copy_alias_fill_ctx(const struct copy_call *call, struct copy_end *src,
+                         struct copy_end *dst)
+{
+    bool s_need = src->route.known && src->route.kind == MEM_KIND_VMM && src->ctx == NULL;
+    bool d_need = dst->route.known && dst->route.kind == MEM_KIND_VMM && dst->ctx == NULL;
+    if (!s_need && !d_need)
+        return;
+    CUcontext exec = driver_stream_ctx(call->stream, call->per_thread);
+    int dev = exec != NULL ? driver_ctx_device(exec) : -1;
+    if (s_need)
+        src->ctx = src->route.device == dev ? exec : active_primary(src->route.device);
+    if (d_need)
+        dst->ctx = dst->route.device == dev ? exec : active_primary(dst->route.device);
+}
+
+static uint32_t device_bit(int dev)
+{
+    return dev >= 0 && dev < 32 ? 1u << dev : 0;
+}
+
+/* The address the driver gets for one end: its alias when mapped, else
+ * itself; 0 when a mapped end has no alias to be had. */
+static CUdeviceptr end_address(const struct copy_end *e, CUdeviceptr ptr, size_t bytes,
+                               uint32_t devices)
+{
+    if (e->route.kind != MEM_KIND_VMM)
+        return ptr;
+    return vmm_alias_translate(ptr, bytes, devices);
+}
+
+enum route_reason copy_alias_apply(struct copy_call *call, const struct route_decision *d,
+                                   const struct copy_end *src, const struct copy_end *dst,
+                                   size_t bytes)
+{
+    if (call->alias_dst == NULL || call->alias_src == NULL)
+        return ROUTE_SHIM_ERROR;
+    if (d->need_enable) {
+        enum route_reason r = upgrade_enable(d, src, dst);
+        if (r != ROUTE_UPGRADED)
+            return r;
+    }
+    /* The issuing device's copy engine reads one end and writes the other:
+     * the alias must let both devices of the copy in (vmm_alias.h). */
+    uint32_t devices = device_bit(src->route.device) | device_bit(dst->route.device);
+    CUdeviceptr s = end_address(src, *call->alias_src, bytes, devices);
+    CUdeviceptr t = s != 0 ? end_address(dst, *call->alias_dst, bytes, devices) : 0;
+    if (s == 0 || t == 0)
+        return ROUTE_ALIAS_FAILED;
+    *call->alias_src = s;
+    *call->alias_dst = t;
+    return ROUTE_UPGRADED_ALIAS;
+}
