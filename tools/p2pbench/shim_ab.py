@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""Two or more builds of the shim side by side on one harmbench row.
+
+Runs harmbench without the shim and with each given library, in a
+shuffled order each round, and prints per arm the first-round and steady
+figures of every process and their medians, with each arm's median ratio
+to no shim. Meant for bisecting a change of one row (a rebuilt library
+with a feature turned off against the current one), where harm_run.py
+compares the shim against no shim only.
+
+  shim_ab.py --harmbench build-gpu/tools/p2pbench/harmbench_static \\
+      --shim now=build-gpu/interpose/libp2pshim.so --shim old=/tmp/old.so \\
+      --procs 6 -- --row bounce --memory pageable --touch read --sizes 256M --rounds 11
+"""
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--harmbench", required=True)
+    p.add_argument("--shim", action="append", default=[], metavar="NAME=PATH",
+                   help="a library to compare (repeatable)")
+    p.add_argument("--procs", type=int, default=6)
+    p.add_argument("--metric", default="steady_ms", help="the JSON member to compare")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="-- then harmbench's arguments")
+    a = p.parse_args(argv)
+    args = a.args[1:] if a.args[:1] == ["--"] else a.args
+    arms = [("noshim", None)]
+    for s in a.shim:
+        name, _, path = s.partition("=")
+        if not path or not os.path.exists(path):
+            print("shim_ab: --shim %s: expected NAME=PATH of an existing file" % s)
+            return 2
+        arms.append((name, os.path.abspath(path)))
+    values = {name: [] for name, _ in arms}
+    rng = random.Random(1)
+    for _ in range(a.procs):
+        order = list(arms)
+        rng.shuffle(order)
+        for name, lib in order:
+            env = dict(os.environ)
+            env.pop("LD_PRELOAD", None)
+            if lib:
+                env["LD_PRELOAD"] = lib
+            out = subprocess.run([a.harmbench] + args, env=env, capture_output=True, text=True,
+                                 timeout=600)
+            if out.returncode != 0:
+                print("shim_ab: %s: exit %d: %s" % (name, out.returncode, out.stderr.strip()[-200:]))
+                return 1
+            for line in out.stdout.splitlines():
+                if line.startswith("{") and ('"%s"' % a.metric) in line:
+                    values[name].append(json.loads(line)[a.metric])
+    base = statistics.median(values["noshim"]) if values["noshim"] else None
+    for name, v in values.items():
+        if not v:
+            print("%-10s no %s lines" % (name, a.metric))
+            continue
+        m = statistics.median(v)
+        ratio = "" if not base else "  ratio %.3f" % (m / base)
+        print("%-10s %s median %.3f%s" % (name, " ".join("%.2f" % x for x in v), m, ratio))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
