@@ -152,6 +152,65 @@ static int trace_base(const char *const *logs, int nlogs, int64_t *base, char *e
     return rc;
 }
 
+/* The bandwidth table against the logs: one warning line when it is
+ * foreign; a refused one shows as no table. */
+static void warn_topo(struct report_summary *s, struct report_topo *topo)
+{
+    if (!s->topo_note[0] || !topo->path)
+        return;
+    if (s->topo_refused)
+        launcher_error("report: warning: bandwidth table %s not used: %s (--topo FILE "
+                       "uses it anyway)", topo->path, s->topo_note);
+    else
+        launcher_error("report: warning: bandwidth table %s is foreign: %s; used as "
+                       "--topo asks", topo->path, s->topo_note);
+    if (s->topo_refused)
+        topo->loaded = false;
+}
+
+static bool reads_stdin(const char *const *logs, int nlogs)
+{
+    for (int i = 0; i < nlogs; i++)
+        if (strcmp(logs[i], "-") == 0)
+            return true;
+    return false;
+}
+
+/* The summary of the logs into *s (from *log, which the caller frees
+ * with it). A table found foreign only after a figure came from it (a
+ * later log's GPUs) costs a second pass without it; standard input cannot
+ * be read again, so there the figures priced before stay. */
+static int summarize(const char *const *logs, int nlogs, struct report_topo *topo,
+                     struct report_log **log, struct report_summary *s, char *err,
+                     size_t errlen)
+{
+    struct report_visitor v;
+    char note[sizeof s->topo_note] = "";
+    for (int pass = 0;; pass++) {
+        if ((*log = report_log_new()) == NULL)
+            return -1;
+        report_summary_init(s, topo, *log, &v);
+        int rc = 0;
+        for (int i = 0; rc == 0 && i < nlogs; i++)
+            rc = report_log_read(*log, logs[i], &v, err, errlen);
+        if (rc != 0)
+            return rc;
+        report_summary_finish(s);
+        if (pass > 0) {
+            memcpy(s->topo_note, note, sizeof note);
+            s->topo_refused = true;
+        }
+        if (pass > 0 || !s->topo_refused || !s->topo_priced || reads_stdin(logs, nlogs))
+            break;
+        memcpy(note, s->topo_note, sizeof note);
+        report_summary_free(s);
+        report_log_free(*log);
+        topo->loaded = false; /* the second pass: nothing from it */
+    }
+    warn_topo(s, topo);
+    return 0;
+}
+
 static int render(const char *const *logs, int nlogs, const char *out_path, bool trace,
                   bool html, const char *topo_path)
 {
@@ -166,27 +225,27 @@ static int render(const char *const *logs, int nlogs, const char *out_path, bool
     }
 
     char err[1024] = "out of memory";
-    struct report_log *log = report_log_new();
+    struct report_log *log = NULL;
     struct report_summary s;
     struct report_visitor v;
     struct report_trace *tr = NULL;
-    int rc = log ? 0 : -1;
+    int rc = 0;
     int64_t base = INT64_MAX;
-    if (rc == 0 && trace)
+    topo.forced = topo_path != NULL;
+    if (trace) {
         rc = trace_base(logs, nlogs, &base, err, sizeof err);
-    if (rc == 0 && trace) {
-        tr = report_trace_new(o.f, &v, base == INT64_MAX ? 0 : base);
-        rc = tr ? 0 : -1;
-    } else if (rc == 0) {
-        report_summary_init(&s, &topo, log, &v);
+        log = rc == 0 ? report_log_new() : NULL;
+        tr = log ? report_trace_new(o.f, &v, base == INT64_MAX ? 0 : base) : NULL;
+        rc = rc != 0 ? rc : tr ? 0 : -1;
+        for (int i = 0; rc == 0 && i < nlogs; i++)
+            rc = report_log_read(log, logs[i], &v, err, sizeof err);
+    } else {
+        rc = summarize(logs, nlogs, &topo, &log, &s, err, sizeof err);
     }
-    for (int i = 0; rc == 0 && i < nlogs; i++)
-        rc = report_log_read(log, logs[i], &v, err, sizeof err);
     if (rc == 0 && trace) {
         rc = report_trace_finish(tr, log_path, log);
         snprintf(err, sizeof err, "%s: cannot write the trace", log_path);
     } else if (rc == 0) {
-        report_summary_finish(&s);
         rc = html           ? report_html_write(o.f, log_path, &s)
              : json_doc     ? report_json_write(o.f, log_path, &s)
              : verdict_only ? report_verdict_write(o.f, "p2pshim: ", &s)
