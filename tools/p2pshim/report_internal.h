@@ -1,5 +1,6 @@
 /* Internals of p2pshim report, shared by its modules:
  *   report_log.c      reads and joins the run log (two streaming passes)
+ *   report_input.c    opens a log so that it can be read twice
  *   report_lines.c    reads one line's members
  *   report_topo.c     reads the bandwidth table
  *   report_summary.c  aggregates copies per device pair
@@ -160,6 +161,26 @@ struct report_visitor {
 
 struct report_log;
 struct report_pair_index;
+
+/* report_input.c: path ("-": standard input) opened so that it can be
+ * read twice from the start (a pipe or a gzip file spooled into a
+ * temporary file); NULL with errno set. */
+FILE *report_input_open(const char *path);
+/* A cheap look for "type":"<type>" in a line, before parsing it. */
+bool report_line_looks_like(const char *line, size_t len, const char *type);
+/* The processes of the run pass 1 is in (report_log.c says how runs are
+ * told apart): a header continues the run, or starts a new one. */
+#define REPORT_MAX_RUN_PROCESSES 256  /* past this, every header continues the run */
+struct report_run {
+    int n;
+    int64_t pid[REPORT_MAX_RUN_PROCESSES];
+    char *process[REPORT_MAX_RUN_PROCESSES];
+};
+struct json_t;
+bool report_run_continues(struct report_run *r, struct json_t *header);
+void report_run_clear(struct report_run *r);
+/* A new run: only the process just added (the last) is in it. */
+void report_run_restart(struct report_run *r);
 
 /* A reader: holds the info and the interned names. NULL: no memory. */
 struct report_log *report_log_new(void);
