@@ -58,7 +58,57 @@ case_help() {
     expect_err "unknown command" "^p2pshim: unknown command 'frobnicate'"
     launch -- --frob; expect_rc "unknown option" 2
     launch -- topo --frob; expect_rc "topo --frob" 2
-    expect_err "topo --frob" "unknown argument '--frob'"
+    expect_err "topo --frob" "^p2pshim: topo: unknown option '--frob' \(see p2pshim topo --help\)$"
+}
+
+case_cli() {
+    # One parser for every command: the same forms, the same lines.
+    for cmd in run topo report; do
+        launch -- "$cmd" --bogus x; expect_rc "$cmd --bogus" 2
+        expect_err "$cmd --bogus" "^p2pshim: $cmd: unknown option '--bogus' \(see p2pshim $cmd --help\)$"
+        [ "$(wc -l <"$dir/err")" -eq 1 ] || bad "$cmd --bogus: not one line: $(cat "$dir/err")"
+        launch -- "$cmd" --bogus=1 x
+        expect_err "$cmd --bogus=1" "^p2pshim: $cmd: unknown option '--bogus' "
+        launch -- "$cmd" -Z; expect_rc "$cmd -Z" 2
+        expect_err "$cmd -Z" "^p2pshim: $cmd: unknown option '-Z' "
+        launch -- "$cmd" --help; expect_rc "$cmd --help" 0
+        expect_out "$cmd --help" "usage: p2pshim $cmd"
+        launch -- "$cmd" -h; expect_rc "$cmd -h" 0
+        expect_out "$cmd -h" "usage: p2pshim $cmd"
+        launch -- "$cmd" --help=x; expect_rc "$cmd --help=x" 2
+        expect_err "$cmd --help=x" "^p2pshim: $cmd: option '--help' takes no value "
+    done
+    launch -- --bogus; expect_err "top --bogus" "^p2pshim: unknown option '--bogus' \(see p2pshim --help\)$"
+    # A missing value: the same words for every command.
+    launch -- run --log; expect_err "run --log" "^p2pshim: run: option '--log' needs a value "
+    launch -- report --topo; expect_err "report --topo" "^p2pshim: report: option '--topo' needs a value "
+    launch -- topo --output; expect_err "topo --output" "^p2pshim: topo: option '--output' needs a value "
+    launch -- topo -o; expect_err "topo -o" "^p2pshim: topo: option '-o' needs a value "
+    # An unambiguous prefix is the option; an ambiguous one says which.
+    launch -- run --lo x; expect_rc "run --lo" 2
+    expect_err "run --lo" "^p2pshim: run: ambiguous option '--lo' \(--log, --log-dir\) "
+    launch -- run --obs "$P" env; expect_rc "run --obs" 0; expect_out "run --obs" "P2PSHIM_MODE=observe"
+    # -oFILE, -o FILE, --output=FILE, --output FILE: one file each.
+    launch "LD_LIBRARY_PATH=$LT_STANDIN" -- topo -o"$dir/t1"; expect_rc "topo -oFILE" 0
+    launch "LD_LIBRARY_PATH=$LT_STANDIN" -- topo -o "$dir/t2"; expect_rc "topo -o FILE" 0
+    launch "LD_LIBRARY_PATH=$LT_STANDIN" -- topo --output="$dir/t3"; expect_rc "topo --output=" 0
+    launch "LD_LIBRARY_PATH=$LT_STANDIN" -- topo --output "$dir/t4"; expect_rc "topo --output" 0
+    for k in 2 3 4; do cmp -s "$dir/t1" "$dir/t$k" || bad "topo output form $k differs"; done
+    grep -q "Stand-in GPU 0" "$dir/t1" || bad "topo -oFILE: $(cat "$dir/t1")"
+    # --mode weird and --set MODE=weird: the same line.
+    launch -- run --mode weird "$P" env; cp "$dir/err" "$dir/err1"
+    launch -- run --set MODE=weird "$P" env; expect_rc "--set MODE=weird" 2
+    cmp -s "$dir/err" "$dir/err1" || bad "--mode/--set differ: $(cat "$dir/err1" "$dir/err")"
+    expect_err "--set MODE=weird" "^p2pshim: run: P2PSHIM_MODE=\"weird\": not a mode"
+    launch -- run --set LOG=loud "$P" env; expect_rc "--set LOG=loud" 2
+    expect_err "--set LOG=loud" "^p2pshim: run: P2PSHIM_LOG=\"loud\""
+    # -- ends the options; options after PROGRAM are the program's.
+    launch -- run --observe -- "$P" env --mode=x; expect_rc "run -- PROG" 0
+    expect_out "run -- PROG" "P2PSHIM_MODE=observe"
+    launch -- run "$P" env --bogus; expect_rc "run PROG --bogus" 0
+    launch -- run --set=LOG=info "$P" env; expect_out "run --set=" "P2PSHIM_LOG=info"
+    launch -- report -- --not-an-option; expect_rc "report -- LOG" 1
+    expect_err "report -- LOG" "^p2pshim: report: --not-an-option: no such file$"
 }
 
 case_preload() {
@@ -239,6 +289,66 @@ case_topo_measure() {
         --measure >"$dir/out" 2>"$dir/err"; rc=$?
     expect_rc "measure under the shim" 1; expect_err "measure under the shim" "refusing"
     [ -e "$dir/z.json" ] && bad "measure under the shim wrote a table"
+}
+
+# topo_of REPORT.json: the table the JSON report used ("null" for none).
+topo_of() {
+    "${LT_PYTHON:-python3}" -c 'import json,sys; print(json.load(open(sys.argv[1]))["topo"])' "$1" 2>/dev/null ||
+        echo "unreadable"
+}
+
+case_topo_identity() {
+    # The table knows its machine: host, UUIDs and bus ids. A report uses
+    # it only for the GPUs it was measured on (by UUID, whatever ordinal a
+    # process gave them), refuses it with one line otherwise, and --topo
+    # forces it with a warning.
+    sd="LD_LIBRARY_PATH=$LT_STANDIN"
+    launch "$sd" STANDIN_DEVICES=3 CUDA_VISIBLE_DEVICES=0,1 "P2PSHIM_TOPO_FILE=$dir/t.json" -- \
+        topo --measure
+    expect_rc "measure" 0
+    grep -q '"uuid":"GPU-5344494e-0000-0000-0000-000000000001"' "$dir/t.json" &&
+        grep -q "\"host\":\"$(hostname)\"" "$dir/t.json" || bad "table identity: $(cat "$dir/t.json")"
+    log() { # NAME CUDA_VISIBLE_DEVICES: a run log of p2pdemo 1 2 (device 0 to 1)
+        env LD_PRELOAD="$(with_san "$shim")" "$sd" STANDIN_DEVICES=3 CUDA_VISIBLE_DEVICES="$2" \
+            P2PSHIM_MODE=observe P2PSHIM_RUN_LOG="$dir/$1.jsonl" "$LT_DEMO" 1 2 >/dev/null 2>&1 ||
+            bad "log $1"
+    }
+    log same 0,1; log swapped 1,0; log other 1,2
+    for name in same swapped; do
+        launch "P2PSHIM_TOPO_FILE=$dir/t.json" -- report --format json -o "$dir/$name.json" \
+            "$dir/$name.jsonl"
+        expect_rc "report $name" 0
+        [ -s "$dir/err" ] && bad "report $name: warned: $(cat "$dir/err")"
+        [ "$(topo_of "$dir/$name.json")" = "$dir/t.json" ] || bad "report $name: table not used"
+    done
+    # Other GPUs of this host: refused, by default and from run alike.
+    launch "P2PSHIM_TOPO_FILE=$dir/t.json" -- report --format json -o "$dir/other.json" \
+        "$dir/other.jsonl"
+    expect_rc "other GPUs" 0; [ "$(wc -l <"$dir/err")" -eq 1 ] || bad "other GPUs: $(cat "$dir/err")"
+    expect_err "other GPUs" "^p2pshim: report: warning: bandwidth table $dir/t.json not used: it names no GPU GPU-5344494e-0000-0000-0000-000000000002 of host"
+    [ "$(topo_of "$dir/other.json")" = None ] || bad "other GPUs: table used"
+    launch "$sd" STANDIN_DEVICES=3 CUDA_VISIBLE_DEVICES=1,2 "P2PSHIM_LIBRARY=$LT_SHIM" \
+        "P2PSHIM_TOPO_FILE=$dir/t.json" -- run --observe --log "$dir/r.jsonl" \
+        --report "$dir/r.txt" "$LT_DEMO" 1 2
+    expect_rc "run, other GPUs" 0; expect_err "run, other GPUs" "warning: bandwidth table .* not used"
+    # Forced: used, with a warning that it is foreign.
+    launch -- report --topo "$dir/t.json" --format json -o "$dir/forced.json" "$dir/other.jsonl"
+    expect_rc "forced" 0
+    expect_err "forced" "^p2pshim: report: warning: bandwidth table $dir/t.json is foreign: .*; used as --topo asks$"
+    [ "$(topo_of "$dir/forced.json")" = "$dir/t.json" ] || bad "forced: table not used"
+    # Another host's table.
+    sed 's/"host":"[^"]*"/"host":"elsewhere"/' "$dir/t.json" >"$dir/e.json"
+    launch "P2PSHIM_TOPO_FILE=$dir/e.json" -- report --format json -o "$dir/e-r.json" "$dir/same.jsonl"
+    expect_err "other host" "not used: it was measured on host elsewhere, the logs are from $(hostname)"
+    [ "$(topo_of "$dir/e-r.json")" = None ] || bad "other host: table used"
+    # Why a figure is n/a.
+    launch "$sd" STANDIN_TOPOLOGY=none "P2PSHIM_TOPO_FILE=$dir/n.json" -- topo --measure
+    expect_out "no peer" "n/a (no peer access)"
+    grep -q '"peer_na":"no peer access"' "$dir/n.json" || bad "no peer: $(cat "$dir/n.json")"
+    launch "$sd" STANDIN_ARENA_MB=16 "P2PSHIM_TOPO_FILE=$dir/a.json" -- topo --measure
+    expect_rc "cannot allocate" 1; expect_err "cannot allocate" "cannot allocate"
+    launch "$sd" STANDIN_FAIL_ENABLE=0:1 "P2PSHIM_TOPO_FILE=$dir/f.json" -- topo --measure
+    expect_rc "enable refused" 0; expect_out "enable refused" "n/a (peer access refused"
 }
 
 case_report() {

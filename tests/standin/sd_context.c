@@ -99,15 +99,16 @@ SD_API CUresult CUDAAPI cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
     SD_BODY(device_uuid(uuid, dev));
 }
 
-/* A PCI bus id per ordinal, "0000:10:00.0", "0000:11:00.0", ...: the
- * same in every process. */
+/* A PCI bus id per device of the machine, "0000:10:00.0", "0000:11:00.0",
+ * ...: a device keeps its bus id at whatever ordinal CUDA_VISIBLE_DEVICES
+ * puts it, as a real one does. */
 static CUresult device_pci_bus_id(char *id, int len, CUdevice dev)
 {
     if (!id || len <= 0)
         return CUDA_ERROR_INVALID_VALUE;
     if (!sd_valid_dev(dev))
         return CUDA_ERROR_INVALID_DEVICE;
-    snprintf(id, (size_t)len, "0000:%02X:00.0", 0x10 + (unsigned)dev);
+    snprintf(id, (size_t)len, "0000:%02X:00.0", 0x10 + (unsigned)sd.cfg.phys[dev]);
     return CUDA_SUCCESS;
 }
 SD_API CUresult CUDAAPI cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev)

@@ -1,15 +1,50 @@
-/* The launcher's command-line helpers, shared by its subcommands (cli.c). */
+/* The launcher's command-line helpers, shared by its subcommands (cli.c):
+ * one parser for every command, so that each takes its options the same
+ * way and says the same things about bad ones. */
 #ifndef P2PSHIM_CLI_H
 #define P2PSHIM_CLI_H
+
+#include <stdbool.h>
 
 /* One line on stderr, "p2pshim: " + the message + a newline. */
 void launcher_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Matches an option with a value, in either form "--name VALUE" or
- * "--name=VALUE", at argv[*i]. On a match sets *value, advances *i past
- * a separate value and returns 1; returns 0 if argv[*i] is another
- * option; returns -1 (after a usage message) when the value is missing. */
-int launcher_option_value(int argc, char **argv, int *i, const char *name,
-                          const char **value);
+/* One option of a command: "--name" (and "-c" where shrt is a letter).
+ * An option with a value takes it as "--name VALUE", "--name=VALUE",
+ * "-c VALUE" or "-cVALUE". id is what the callback gets. */
+struct cli_option {
+    const char *name;
+    char shrt;       /* 0: no short form */
+    bool value;
+    int id;
+};
+
+/* What the callback returns: CLI_OK to go on, else an exit status that
+ * ends the parse (after its own one-line message). */
+#define CLI_OK 0
+/* cli_parse's answer when --help (or -h) was given: the caller prints its
+ * usage and exits 0. */
+#define CLI_HELP (-1)
+
+/* A callback's answer that ends the parse there, with no error: cli_parse
+ * returns it, *first set past the option (the launcher's --version). */
+#define CLI_STOP (-2)
+
+typedef int (*cli_option_fn)(void *ctx, int id, const char *value);
+
+/* Parses the options of command cmd ("run", "topo", "report"; NULL: the
+ * launcher's own, before the command) from argv[1..argc), through
+ * getopt_long: opts ends with a {NULL} row; -h and --help are every
+ * command's. A long option may be shortened to a unique prefix; "--" ends
+ * the options. in_order: options end at the first operand (run: what
+ * follows PROGRAM is the program's); else options and operands may mix,
+ * and the operands are moved after the options, in their order.
+ * Calls fn for each option in order. Returns CLI_OK with *first set to
+ * the index of the first operand (argc: none), CLI_HELP, fn's status, or
+ * 2 after one line on stderr for an unknown option, an ambiguous prefix,
+ * a missing value or a value given to an option that takes none:
+ *   p2pshim: CMD: unknown option '--bogus' (see p2pshim CMD --help) */
+int cli_parse(const char *cmd, int argc, char **argv, const struct cli_option *opts,
+              bool in_order, cli_option_fn fn, void *ctx, int *first);
 
 #endif

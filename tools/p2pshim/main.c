@@ -40,11 +40,6 @@ static const char usage_text[] =
     "not found, 4 report failed, 126 program not executable, 127 program not\n"
     "found.\n";
 
-static int is_help(const char *arg)
-{
-    return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
-}
-
 /* Calls a subcommand with argv starting at its name. */
 static int dispatch(int argc, char **argv)
 {
@@ -63,40 +58,66 @@ static int dispatch(int argc, char **argv)
     return LAUNCHER_EXIT_USAGE;
 }
 
+enum { OPT_VERSION, OPT_PRINT_LIBRARY };
+
+/* The launcher's own options, before the command. */
+static const struct cli_option main_options[] = {
+    {"version", 'V', false, OPT_VERSION},
+    {"print-library", 0, false, OPT_PRINT_LIBRARY},
+    {NULL, 0, false, 0},
+};
+
+/* The first of the launcher's own options given (cli_parse's callback):
+ * it answers, and the command line is not read further. */
+static int main_option(void *ctx, int id, const char *value)
+{
+    (void)value;
+    *(int *)ctx = id;
+    return CLI_STOP;
+}
+
+/* p2pshim help [COMMAND]: the command's --help. */
+static int help(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(usage_text, stdout);
+        return 0;
+    }
+    char help_opt[] = "--help";
+    char *sub_argv[] = {argv[1], help_opt, NULL};
+    return dispatch(2, sub_argv);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
         fputs(usage_text, stderr);
         return LAUNCHER_EXIT_USAGE;
     }
-    const char *first = argv[1];
-    if (is_help(first)) {
+    int which = -1, first = argc;
+    int rc = cli_parse(NULL, argc, argv, main_options, true, main_option, &which, &first);
+    if (rc == CLI_HELP) {
         fputs(usage_text, stdout);
         return 0;
     }
-    if (strcmp(first, "--version") == 0 || strcmp(first, "-V") == 0) {
+    if (which == OPT_VERSION) {
         printf("p2pshim %s\n", P2PSHIM_VERSION);
         return 0;
     }
-    if (strcmp(first, "--print-library") == 0) {
-        if (argc > 2) {
+    if (which == OPT_PRINT_LIBRARY) {
+        if (first < argc) {
             launcher_error("--print-library takes no argument");
             return LAUNCHER_EXIT_USAGE;
         }
         return run_print_library();
     }
-    if (strcmp(first, "help") == 0) {
-        if (argc < 3) {
-            fputs(usage_text, stdout);
-            return 0;
-        }
-        char help_opt[] = "--help";
-        char *sub_argv[] = {argv[2], help_opt, NULL};
-        return dispatch(2, sub_argv);
-    }
-    if (first[0] == '-') {
-        launcher_error("unknown option '%s' (see p2pshim --help)", first);
+    if (rc != CLI_OK)
+        return rc;
+    if (first >= argc) {
+        fputs(usage_text, stderr);
         return LAUNCHER_EXIT_USAGE;
     }
-    return dispatch(argc - 1, argv + 1);
+    if (strcmp(argv[first], "help") == 0)
+        return help(argc - first, argv + first);
+    return dispatch(argc - first, argv + first);
 }

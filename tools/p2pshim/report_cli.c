@@ -1,5 +1,5 @@
-/* The entry points of report.h: the command line, the choice of renderer,
- * and writing the output file whole or not at all. */
+/* p2pshim report's command line (report_main): its options, and the logs
+ * its arguments name. Rendering is report_render.c's. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <locale.h>
@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "report.h"
 #include "report_internal.h"
 
@@ -41,9 +42,11 @@ static const char usage_text[] =
     "  -o, --output FILE  write FILE (whole, or not at all) instead of stdout;\n"
     "                  without --format its extension picks one: .html html,\n"
     "                  .json trace, anything else text\n"
-    "  --topo FILE     bandwidth table of `p2pshim topo --measure`; default:\n"
+    "  --topo FILE     bandwidth table of `p2pshim topo --measure`, used even\n"
+    "                  when measured on other GPUs (with a warning); default:\n"
     "                  $P2PSHIM_TOPO_FILE, else $XDG_CACHE_HOME/p2pshim/topo.json,\n"
-    "                  else ~/.cache/p2pshim/topo.json (if present)\n"
+    "                  else ~/.cache/p2pshim/topo.json (if present), used only\n"
+    "                  for the GPUs it was measured on (by UUID)\n"
     "  -h, --help      this text\n"
     "\n"
     "Savings are estimated for staged copies (CUPTI saw DTOH+HTOD, or observe\n"
@@ -65,31 +68,6 @@ static const char *format_for(const char *out)
             return "trace";
     }
     return "text";
-}
-
-static int usage_error(const char *what, const char *arg)
-{
-    fprintf(stderr, "p2pshim report: %s%s%s (see p2pshim report --help)\n", what,
-            arg ? ": " : "", arg ? arg : "");
-    return REPORT_USAGE;
-}
-
-/* "--opt VALUE" or "--opt=VALUE": returns the value and advances *i, or NULL
- * when argv[*i] is not this option. *missing is set when the value is. */
-static const char *opt_value(int argc, char **argv, int *i, const char *lng,
-                             const char *shrt, bool *missing)
-{
-    const char *a = argv[*i];
-    size_t n = strlen(lng);
-    if (strncmp(a, lng, n) == 0 && a[n] == '=')
-        return a + n + 1;
-    if (strcmp(a, lng) != 0 && !(shrt && strcmp(a, shrt) == 0))
-        return NULL;
-    if (*i + 1 >= argc) {
-        *missing = true;
-        return NULL;
-    }
-    return argv[++*i];
 }
 
 /* The logs an argument names: a folder's *.jsonl and *.jsonl.gz files,
@@ -118,13 +96,13 @@ static bool add_logs(const char *arg, struct report_inputs *in)
         if (rc == GLOB_NOMATCH || (rc == 0 && g.gl_pathc == 0)) {
             if (rc == 0)
                 globfree(&g);
-            fprintf(stderr, "p2pshim report: %s: no run log (*.jsonl) in this folder\n", arg);
+            launcher_error("report: %s: no run log (*.jsonl) in this folder", arg);
             return false;
         }
     } else {
         rc = glob(arg, 0, NULL, &g);
         if (rc == GLOB_NOMATCH) {
-            fprintf(stderr, "p2pshim report: %s: no such file\n", arg);
+            launcher_error("report: %s: no such file", arg);
             return false;
         }
     }
@@ -134,7 +112,7 @@ static bool add_logs(const char *arg, struct report_inputs *in)
     if (rc == 0 || rc == GLOB_NOMATCH)
         globfree(&g);
     if (!ok)
-        fprintf(stderr, "p2pshim report: %s: out of memory\n", arg);
+        launcher_error("report: %s: out of memory", arg);
     return ok;
 }
 
@@ -162,237 +140,59 @@ void report_inputs_free(struct report_inputs *in)
     memset(in, 0, sizeof *in);
 }
 
-int report_main(int argc, char **argv)
-{
-    const char *format = NULL, *out = NULL, *topo = NULL;
-    struct report_inputs logs = {0};
-    int rc = REPORT_OK;
-    bool options = true;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        bool missing = false;
-        if (options && (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)) {
-            fputs(usage_text, stdout);
-            report_inputs_free(&logs);
-            return REPORT_OK;
-        }
-        if (options && strcmp(a, "--") == 0) {
-            options = false;
-        } else if (options && (v = opt_value(argc, argv, &i, "--format", NULL,
-                                             &missing))) {
-            format = v;
-        } else if (options && (v = opt_value(argc, argv, &i, "--output", "-o",
-                                             &missing))) {
-            out = v;
-        } else if (options && (v = opt_value(argc, argv, &i, "--topo", NULL,
-                                             &missing))) {
-            topo = v;
-        } else if (missing) {
-            rc = usage_error("option needs a value", a);
-        } else if (options && a[0] == '-' && a[1] != '\0') {
-            rc = usage_error("unknown option", a);
-        } else if (!add_logs(a, &logs)) {
-            rc = REPORT_FAILED;
-        }
-        if (rc != REPORT_OK)
-            break;
-    }
-    if (rc == REPORT_OK && logs.n == 0)
-        rc = usage_error("no LOG given", NULL);
-    if (rc == REPORT_OK)
-        rc = report_render_many((const char *const *)logs.paths, logs.n, out,
-                                format ? format : format_for(out), topo);
-    report_inputs_free(&logs);
-    return rc;
-}
+enum { OPT_FORMAT, OPT_OUTPUT, OPT_TOPO };
 
-/* The output: a temporary file beside out_path, renamed over it at the end
- * (a special file such as /dev/stdout is written in place). */
-struct output {
-    FILE *f;
-    char *tmp;
+static const struct cli_option report_options[] = {
+    {"format", 0, true, OPT_FORMAT},
+    {"output", 'o', true, OPT_OUTPUT},
+    {"topo", 0, true, OPT_TOPO},
+    {NULL, 0, false, 0},
 };
 
-static int open_output(const char *out_path, struct output *o)
-{
-    struct stat st;
-    o->tmp = NULL;
-    if (!out_path || strcmp(out_path, "/dev/stderr") == 0) {
-        o->f = out_path ? stderr : stdout;
-        return 0;
-    }
-    if (stat(out_path, &st) == 0 && !S_ISREG(st.st_mode)) {
-        o->f = fopen(out_path, "w");
-    } else if (asprintf(&o->tmp, "%s.XXXXXX", out_path) < 0) {
-        o->tmp = NULL;
-        o->f = NULL;
-    } else {
-        int fd = mkstemp(o->tmp);
-        mode_t mask = umask(0);
-        umask(mask);
-        if (fd >= 0 && fchmod(fd, 0666 & ~mask) == 0)
-            o->f = fdopen(fd, "w");
-        else
-            o->f = NULL;
-        if (!o->f && fd >= 0) {
-            close(fd);
-            unlink(o->tmp);
-        }
-    }
-    if (!o->f) {
-        fprintf(stderr, "p2pshim report: %s: cannot write: %s\n", out_path,
-                strerror(errno));
-        free(o->tmp);
-        o->tmp = NULL;
-        return -1;
-    }
-    return 0;
-}
+struct report_opts {
+    const char *format, *out, *topo;
+};
 
-static int close_output(const char *out_path, struct output *o, bool ok)
+/* One option of report (cli_parse's callback). */
+static int report_option(void *ctx, int id, const char *v)
 {
-    int rc = 0;
-    if (fflush(o->f) != 0 || ferror(o->f))
-        rc = -1;
-    if (o->f != stdout && o->f != stderr && fclose(o->f) != 0)
-        rc = -1;
-    if (ok && rc != 0)
-        fprintf(stderr, "p2pshim report: %s: write error: %s\n",
-                out_path ? out_path : "(stdout)", strerror(errno));
-    if (o->tmp) {
-        if (ok && rc == 0 && rename(o->tmp, out_path) != 0) {
-            fprintf(stderr, "p2pshim report: %s: cannot rename into place: %s\n",
-                    out_path, strerror(errno));
-            rc = -1;
-        }
-        if (!ok || rc != 0)
-            unlink(o->tmp);
-        free(o->tmp);
-    }
-    return rc;
-}
-
-static int load_topo(const char *topo_path, struct report_topo *topo)
-{
-    char err[512];
-    char *path = topo_path ? strdup(topo_path) : report_topo_default_path();
-    int rc = path ? report_topo_load(path, topo, err, sizeof err) : 1;
-    if (rc == 1 && topo_path) {
-        snprintf(err, sizeof err, "%s: no such file", topo_path);
-        rc = -1;
-    }
-    free(path);
-    if (rc < 0 && topo_path) {
-        fprintf(stderr, "p2pshim report: %s\n", err);
-        return -1;
-    }
-    if (rc < 0)
-        fprintf(stderr, "p2pshim report: warning: %s (ignored)\n", err);
-    return 0;
-}
-
-static int render(const char *const *logs, int nlogs, const char *out_path, bool trace,
-                  bool html, const char *topo_path);
-/* Format "verdict": the verdict alone, lines prefixed "p2pshim: " (what
- * `p2pshim run --observe` prints at exit). */
-static bool verdict_only;
-/* Format "json": the report as one JSON document (report_json.c). */
-static bool json_doc;
-
-int report_render(const char *log_path, const char *out_path,
-                  const char *format, const char *topo_path)
-{
-    return report_render_many(&log_path, 1, out_path, format, topo_path);
-}
-
-int report_render_many(const char *const *logs, int nlogs, const char *out_path,
-                       const char *format, const char *topo_path)
-{
-    bool trace = format && strcmp(format, "trace") == 0;
-    bool html = format && strcmp(format, "html") == 0;
-    json_doc = format && strcmp(format, "json") == 0;
-    verdict_only = format && strcmp(format, "verdict") == 0;
-    if (!trace && !html && !json_doc && !verdict_only &&
-        !(format && strcmp(format, "text") == 0)) {
-        fprintf(stderr, "p2pshim report: unknown format %s (text, json, trace or html)\n",
-                format ? format : "(none)");
+    struct report_opts *o = ctx;
+    static const char *const what[] = {"--format", "--output", "--topo"};
+    if (v[0] == '\0') {
+        launcher_error("report: %s needs a value (see p2pshim report --help)", what[id]);
         return REPORT_USAGE;
     }
-    /* Numbers go into SVG, JSON and columns: '.' whatever the caller's
-     * locale (the launcher may have called setlocale). */
-    locale_t c_numeric = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
-    locale_t caller = c_numeric ? uselocale(c_numeric) : (locale_t)0;
-    int rc = render(logs, nlogs, out_path, trace, html, topo_path);
-    if (c_numeric) {
-        uselocale(caller);
-        freelocale(c_numeric);
-    }
-    return rc;
+    if (id == OPT_FORMAT)
+        o->format = v;
+    else if (id == OPT_OUTPUT)
+        o->out = v;
+    else
+        o->topo = v;
+    return CLI_OK;
 }
 
-/* The earliest time of the logs, for the trace's zero. */
-static int trace_base(const char *const *logs, int nlogs, int64_t *base, char *err,
-                      size_t errlen)
+int report_main(int argc, char **argv)
 {
-    struct report_log *log = report_log_new();
-    struct report_visitor v;
-    int rc = log ? 0 : -1;
-    report_trace_base_visitor(&v, base);
-    for (int i = 0; rc == 0 && i < nlogs; i++)
-        rc = report_log_read(log, logs[i], &v, err, errlen);
-    report_log_free(log);
+    struct report_opts o = {NULL, NULL, NULL};
+    struct report_inputs logs = {0};
+    int first;
+    int rc = cli_parse("report", argc, argv, report_options, false, report_option, &o, &first);
+    if (rc == CLI_HELP) {
+        fputs(usage_text, stdout);
+        return REPORT_OK;
+    }
+    if (rc != CLI_OK)
+        return REPORT_USAGE;
+    for (int i = first; rc == REPORT_OK && i < argc; i++)
+        if (!add_logs(argv[i], &logs))
+            rc = REPORT_FAILED;
+    if (rc == REPORT_OK && logs.n == 0) {
+        launcher_error("report: no LOG given (see p2pshim report --help)");
+        rc = REPORT_USAGE;
+    }
+    if (rc == REPORT_OK)
+        rc = report_render_many((const char *const *)logs.paths, logs.n, o.out,
+                                o.format ? o.format : format_for(o.out), o.topo);
+    report_inputs_free(&logs);
     return rc;
-}
-
-static int render(const char *const *logs, int nlogs, const char *out_path, bool trace,
-                  bool html, const char *topo_path)
-{
-    const char *log_path = logs[0];
-    struct report_topo topo = {0};
-    if (!trace && load_topo(topo_path, &topo) != 0)
-        return REPORT_FAILED;
-    struct output o;
-    if (open_output(out_path, &o) != 0) {
-        report_topo_free(&topo);
-        return REPORT_FAILED;
-    }
-
-    char err[1024] = "out of memory";
-    struct report_log *log = report_log_new();
-    struct report_summary s;
-    struct report_visitor v;
-    struct report_trace *tr = NULL;
-    int rc = log ? 0 : -1;
-    int64_t base = INT64_MAX;
-    if (rc == 0 && trace)
-        rc = trace_base(logs, nlogs, &base, err, sizeof err);
-    if (rc == 0 && trace) {
-        tr = report_trace_new(o.f, &v, base == INT64_MAX ? 0 : base);
-        rc = tr ? 0 : -1;
-    } else if (rc == 0) {
-        report_summary_init(&s, &topo, log, &v);
-    }
-    for (int i = 0; rc == 0 && i < nlogs; i++)
-        rc = report_log_read(log, logs[i], &v, err, sizeof err);
-    if (rc == 0 && trace) {
-        rc = report_trace_finish(tr, log_path, log);
-        snprintf(err, sizeof err, "%s: cannot write the trace", log_path);
-    } else if (rc == 0) {
-        report_summary_finish(&s);
-        rc = html           ? report_html_write(o.f, log_path, &s)
-             : json_doc     ? report_json_write(o.f, log_path, &s)
-             : verdict_only ? report_verdict_write(o.f, "p2pshim: ", &s)
-                            : report_text_write(o.f, log_path, &s);
-        snprintf(err, sizeof err, "%s: cannot write the report", log_path);
-    }
-    if (rc != 0)
-        fprintf(stderr, "p2pshim report: %s\n", err);
-    int orc = close_output(out_path, &o, rc == 0);
-    if (tr)
-        report_trace_free(tr);
-    if (log && !trace)
-        report_summary_free(&s);
-    report_log_free(log);
-    report_topo_free(&topo);
-    return rc == 0 && orc == 0 ? REPORT_OK : REPORT_FAILED;
 }

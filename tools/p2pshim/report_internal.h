@@ -1,11 +1,14 @@
 /* Internals of p2pshim report, shared by its modules:
  *   report_log.c      reads and joins the run log (two streaming passes)
+ *   report_input.c    opens a log so that it can be read twice
  *   report_lines.c    reads one line's members
  *   report_topo.c     reads the bandwidth table
- *   report_summary.c  aggregates copies per device pair, estimates savings
+ *   report_summary.c  aggregates copies per device pair
+ *   report_price.c    matches the bandwidth table to the GPUs, estimates savings
  *   report_text.c, report_trace.c, report_html.c, report_svg.c  render
  *   report_fmt.c      units and escaping
- *   report_cli.c      the entry points of report.h
+ *   report_cli.c      the command line (report_main)
+ *   report_render.c   the other entry points of report.h: table, passes, output
  * Every external name starts with report_ (the launcher links beside us). */
 #ifndef P2PSHIM_REPORT_INTERNAL_H
 #define P2PSHIM_REPORT_INTERNAL_H
@@ -159,6 +162,26 @@ struct report_visitor {
 struct report_log;
 struct report_pair_index;
 
+/* report_input.c: path ("-": standard input) opened so that it can be
+ * read twice from the start (a pipe or a gzip file spooled into a
+ * temporary file); NULL with errno set. */
+FILE *report_input_open(const char *path);
+/* A cheap look for "type":"<type>" in a line, before parsing it. */
+bool report_line_looks_like(const char *line, size_t len, const char *type);
+/* The processes of the run pass 1 is in (report_log.c says how runs are
+ * told apart): a header continues the run, or starts a new one. */
+#define REPORT_MAX_RUN_PROCESSES 256  /* past this, every header continues the run */
+struct report_run {
+    int n;
+    int64_t pid[REPORT_MAX_RUN_PROCESSES];
+    char *process[REPORT_MAX_RUN_PROCESSES];
+};
+struct json_t;
+bool report_run_continues(struct report_run *r, struct json_t *header);
+void report_run_clear(struct report_run *r);
+/* A new run: only the process just added (the last) is in it. */
+void report_run_restart(struct report_run *r);
+
 /* A reader: holds the info and the interned names. NULL: no memory. */
 struct report_log *report_log_new(void);
 /* Reads path through v, once per reader. Returns 0, or -1 with err set to
@@ -209,11 +232,18 @@ struct report_link {
     double staged_gbps, peer_gbps;   /* 0: absent */
     char type[24];
 };
+#define REPORT_TOPO_DEVS 32
 struct report_topo {
     bool loaded;
+    bool forced;           /* named by --topo: used even when foreign */
     char *path;
     int nlinks;
     struct report_link *links;
+    char host[64];         /* where it was measured; "" unknown */
+    int ndevs;             /* devices it names, by ordinal */
+    struct report_topo_dev {
+        char uuid[48], pci[16];   /* "" unknown */
+    } devs[REPORT_TOPO_DEVS];
 };
 /* The default place of the table (see report.h); NULL when no home. */
 char *report_topo_default_path(void);
@@ -223,6 +253,14 @@ int report_topo_load(const char *path, struct report_topo *t, char *err,
                      size_t errlen);
 const struct report_link *report_topo_link(const struct report_topo *t,
                                            int src, int dst);
+/* The table's ordinal of GPU g, by its UUID where both name UUIDs, else
+ * its PCI bus id where both name those, else the ordinal the logs gave
+ * it. -1 when the table does not hold it: a GPU of another host (why
+ * left alone), or one of the table's host that it does not name (why
+ * says so: the table was measured with other GPUs). */
+struct report_gpu;
+int report_topo_ordinal(const struct report_topo *t, const struct report_gpu *g, char *why,
+                        size_t why_len);
 void report_topo_free(struct report_topo *t);
 
 /* ---- summary ---- */
@@ -263,6 +301,7 @@ struct report_gpu {
     char host[64];
     char uuid[48], pci[16], name[64];
     int ordinal;           /* in the process that named it first */
+    int topo_ord;          /* its ordinal in the bandwidth table; -1 none */
 };
 
 /* One log file (a process, or the processes that shared its path). */
@@ -303,11 +342,28 @@ struct report_summary {
     int nprocs;
     struct report_bin bins[2][REPORT_BINS];   /* [peer, staged][log2 size] */
     const struct report_topo *topo;
+    /* The table against the logs' GPUs: why it is foreign ("" it is
+     * this run's); refused (foreign, not forced: nothing priced from
+     * it); priced (a figure came from it). */
+    char topo_note[256];
+    bool topo_refused, topo_priced, topo_host_seen;
     struct report_log *log;
     struct report_pair_index *index;
     bool oom;
     bool saturated;   /* a figure reached the 64-bit limit (report_add) */
 };
+
+/* ---- pricing (report_price.c) ---- */
+/* Sets g->topo_ord, noting in s a table that does not name g. */
+void report_price_place(struct report_summary *s, struct report_gpu *g);
+/* The table's link of GPU indices src -> dst; NULL when the table is
+ * refused or lacks either (sets s->topo_priced otherwise). */
+const struct report_link *report_price_link(struct report_summary *s, int src, int dst);
+/* At the end: a table of none of the logs' hosts is foreign. */
+void report_price_check_host(struct report_summary *s);
+/* The savings estimate of a pair, of a bounce candidate. */
+void report_price_pair(struct report_summary *s, struct report_pair *p, bool *sat);
+void report_price_bounce(struct report_summary *s, struct report_bounce *b);
 
 /* Sets v to callbacks that fill s (copy and event) from log. */
 void report_summary_init(struct report_summary *s, const struct report_topo *t,

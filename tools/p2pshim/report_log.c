@@ -22,14 +22,12 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <uthash.h>
 
 #include "report_internal.h"
 
 #define MAX_LINE (64u << 20)   /* longer lines are not a shim's */
-#define MAX_RUN_PROCESSES 256  /* past this, every header continues the run */
 
 struct key {
     int64_t segment, id;   /* both 64-bit: no padding inside the hash key */
@@ -52,13 +50,6 @@ struct pend {
 struct image_footer {
     bool seen;
     int64_t records, dropped, activities, unjoined;
-};
-
-/* The processes of the run pass 1 is in. */
-struct run_processes {
-    int n;
-    int64_t pid[MAX_RUN_PROCESSES];
-    char *process[MAX_RUN_PROCESSES];
 };
 
 struct report_log {
@@ -312,74 +303,10 @@ static int on_header(struct report_log *log, json_t *o, int64_t lineno,
     return 0;
 }
 
-/* A cheap look for "type":"<type>" before parsing a line in pass 1. */
-static bool looks_like(const char *line, size_t len, const char *type)
-{
-    const char *end = line + len, *p = line;
-    size_t tl = strlen(type);
-    while ((p = memmem(p, (size_t)(end - p), "\"type\"", 6)) != NULL) {
-        p += 6;
-        const char *q = p;
-        while (q < end && (*q == ' ' || *q == '\t'))
-            q++;
-        if (q >= end || *q++ != ':')
-            continue;
-        while (q < end && (*q == ' ' || *q == '\t'))
-            q++;
-        if ((size_t)(end - q) >= tl + 2 && *q == '"' &&
-            memcmp(q + 1, type, tl) == 0 && q[tl + 1] == '"')
-            return true;
-    }
-    return false;
-}
-
 static const char *type_of(json_t *o)
 {
     const char *t = report_json_str(o, "type");
     return t ? t : "";
-}
-
-/* Pass 1's view of one header: does it continue the run (see the top)? */
-static bool continues_run(struct run_processes *r, json_t *header)
-{
-    const char *process = report_json_str(header, "process");
-    int64_t pid = -1, ppid = -1;
-    report_json_i64(header, "pid", &pid);
-    report_json_i64(header, "ppid", &ppid);
-    if (!process || !process[0] || r->n == MAX_RUN_PROCESSES)
-        return true;   /* version 1, or no /proc: as version 1 */
-    bool same = false, child = false;
-    for (int i = 0; i < r->n; i++) {
-        same = same || strcmp(r->process[i], process) == 0;
-        child = child || r->pid[i] == ppid;
-    }
-    if (same)
-        return true;
-    char *dup = strdup(process);
-    if (dup) {
-        r->pid[r->n] = pid;
-        r->process[r->n++] = dup;
-    }
-    return child;
-}
-
-static void run_processes_clear(struct run_processes *r)
-{
-    for (int i = 0; i < r->n; i++)
-        free(r->process[i]);
-    r->n = 0;
-}
-
-/* A new run: only the process just added (the last) is in it. */
-static void run_restart(struct run_processes *r)
-{
-    if (r->n == 0)
-        return;
-    for (int i = 0; i < r->n - 1; i++)
-        free(r->process[i]);
-    r->process[0] = r->process[r->n - 1];
-    r->pid[0] = r->pid[r->n - 1];
-    r->n = 1;
 }
 
 static int count_pass(struct report_log *log, FILE *f)
@@ -388,19 +315,19 @@ static int count_pass(struct report_log *log, FILE *f)
     size_t cap = 0;
     ssize_t len;
     int64_t segment = 0, lineno = 0;
-    struct run_processes run = {0};
+    struct report_run run = {0};
     while ((len = getline(&line, &cap, f)) >= 0) {
         lineno++;
-        bool header = looks_like(line, (size_t)len, "header");
-        if (!header && !looks_like(line, (size_t)len, "activity"))
+        bool header = report_line_looks_like(line, (size_t)len, "header");
+        if (!header && !report_line_looks_like(line, (size_t)len, "activity"))
             continue;
         json_t *o = json_loadb(line, (size_t)len, 0, NULL);
         const char *type = json_is_object(o) ? type_of(o) : "";
         int64_t id;
         if (strcmp(type, "header") == 0) {
             segment++;
-            if (!continues_run(&run, o) || segment == 1) {
-                run_restart(&run);
+            if (!report_run_continues(&run, o) || segment == 1) {
+                report_run_restart(&run);
                 log->info->runs++;
                 log->run_first_line = lineno;
                 log->run_first_segment = (int)segment;
@@ -420,7 +347,7 @@ static int count_pass(struct report_log *log, FILE *f)
         json_decref(o);
     }
     log->info->processes = run.n > 1 ? run.n : 1;
-    run_processes_clear(&run);
+    report_run_clear(&run);
     free(line);
     return ferror(f) ? fail(log, 0, "read error: %s", strerror(errno)) : 0;
 }
@@ -509,92 +436,6 @@ struct report_log *report_log_new(void)
     return log;
 }
 
-/* Copies f into a fresh temporary file (pass 1 and pass 2 read it twice)
- * and closes f; with gunzip, through `gzip -dc`. NULL with errno set. */
-static FILE *spool(FILE *f, bool gunzip)
-{
-    FILE *tmp = tmpfile();
-    int saved = 0;
-    if (tmp && gunzip) {
-        /* gzip reads f's descriptor and writes tmp's. */
-        pid_t pid = fork();
-        if (pid == 0) {
-            dup2(fileno(f), 0);
-            dup2(fileno(tmp), 1);
-            execlp("gzip", "gzip", "-dc", (char *)NULL);
-            _exit(127);
-        }
-        int status = 0;
-        if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
-            WEXITSTATUS(status) != 0)
-            saved = EILSEQ;
-    } else if (tmp) {
-        char buf[1 << 16];
-        size_t n;
-        while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-            if (fwrite(buf, 1, n, tmp) != n)
-                saved = errno;
-        if (ferror(f))
-            saved = errno;
-    } else {
-        saved = errno;
-    }
-    fclose(f);
-    if (tmp && (saved || fflush(tmp) != 0 || fseek(tmp, 0, SEEK_SET) != 0)) {
-        fclose(tmp);
-        tmp = NULL;
-    }
-    errno = saved ? saved : errno;
-    return tmp;
-}
-
-/* The log as a file that can be read twice: a plain file as it is; "-"
- * (standard input), a pipe or a gzip file (by its magic bytes) spooled into
- * a temporary file. */
-static FILE *open_input(const char *path)
-{
-    FILE *f = strcmp(path, "-") == 0 ? fdopen(dup(0), "r") : fopen(path, "r");
-    if (!f)
-        return NULL;
-    int c0 = getc(f), c1 = c0 == EOF ? EOF : getc(f);
-    bool gz = c0 == 0x1f && c1 == 0x8b;
-    bool seekable = fseek(f, 0, SEEK_SET) == 0;
-    if (!gz && seekable)
-        return f;
-    if (seekable || !gz) {
-        /* A pipe: the two bytes read are lost to it; spool what follows. */
-        FILE *rest = seekable ? f : NULL;
-        if (!seekable) {
-            FILE *tmp = tmpfile();
-            if (!tmp) {
-                fclose(f);
-                return NULL;
-            }
-            if (c0 != EOF)
-                fputc(c0, tmp);
-            if (c1 != EOF)
-                fputc(c1, tmp);
-            FILE *spooled = spool(f, false);
-            if (!spooled) {
-                fclose(tmp);
-                return NULL;
-            }
-            char buf[1 << 16];
-            size_t n;
-            while ((n = fread(buf, 1, sizeof buf, spooled)) > 0)
-                fwrite(buf, 1, n, tmp);
-            fclose(spooled);
-            if (fflush(tmp) != 0 || fseek(tmp, 0, SEEK_SET) != 0) {
-                fclose(tmp);
-                return NULL;
-            }
-            rest = tmp;
-        }
-        return gz ? spool(rest, true) : rest;
-    }
-    return spool(f, true);
-}
-
 int report_log_read(struct report_log *log, const char *path,
                     const struct report_visitor *v, char *err, size_t errlen)
 {
@@ -615,7 +456,7 @@ int report_log_read(struct report_log *log, const char *path,
     memset(&log->image_footer, 0, sizeof log->image_footer);
     log->run_first_line = 0;
     log->run_first_segment = 0;
-    FILE *f = open_input(path);
+    FILE *f = report_input_open(path);
     if (!f)
         return fail(log, 0, "cannot open: %s", strerror(errno));
     int rc = count_pass(log, f);

@@ -137,6 +137,7 @@ static int gpu_index(struct report_summary *s, const char *host, const struct re
     snprintf(g->uuid, sizeof g->uuid, "%s", uuid);
     snprintf(g->pci, sizeof g->pci, "%s", dev ? dev->pci : "");
     snprintf(g->name, sizeof g->name, "%s", dev ? dev->name : "");
+    report_price_place(s, g);
     if (id >= s->ngpus)
         s->ngpus = id + 1;
     return id;
@@ -245,8 +246,7 @@ static void on_copy(void *ctx, const struct report_decision *given)
     /* A staged copy's CUPTI records time one staging chunk, not the copy
      * (estimate() says more): with the table's staged GB/s, that is the
      * copy's time, here and in the chart. */
-    const struct report_link *l = s->topo ? report_topo_link(s->topo, d->src_dev, d->dst_dev)
-                                          : NULL;
+    const struct report_link *l = report_price_link(s, d->src_dev, d->dst_dev);
     if (from_act && path == REPORT_STAGED && l && l->staged_gbps > 0)
         ns = report_i64_of((double)d->bytes / l->staged_gbps, sat);
     if (from_act && ns > 0) {
@@ -329,54 +329,6 @@ static int cmp_pair(const void *a, const void *b)
     return (x->dst > y->dst) - (x->dst < y->dst);
 }
 
-static void estimate(struct report_pair *p, const struct report_topo *t, bool *sat)
-{
-    const struct report_link *l = report_topo_link(t, p->src, p->dst);
-    int64_t cand = report_add(p->cand_meas_n, p->cand_unmeas_n, sat);
-    if (l && l->can_peer == 0) {
-        p->no_estimate = "the topo table says this pair cannot peer";
-    } else if (l && l->peer_gbps > 0) {
-        p->peer_gbps = l->peer_gbps;
-        p->peer_from = "topo";
-    } else if (p->best_ptop_gbps > 0) {
-        p->peer_gbps = p->best_ptop_gbps;
-        p->peer_from = "log";
-    } else {
-        p->no_estimate = "no peer GB/s: no topo entry and no PTOP copy seen";
-    }
-    if (p->peer_gbps <= 0) {
-        p->unest_n = cand;
-        return;
-    }
-    p->staged_gbps = l ? l->staged_gbps : 0;
-    /* CUPTI's records of a staged copy do not time the whole copy: on the
-     * H200 machine a 64 MiB staged copy's DTOH and HTOD records each span
-     * about 21 us (one staging chunk), the copy ~1.7 ms. With the table's
-     * measured staged GB/s, every candidate's staged time comes from it;
-     * CUPTI's spans only stand in where there is no table. */
-    if (p->staged_gbps > 0) {
-        p->cand_unmeas_n = report_add(p->cand_unmeas_n, p->cand_meas_n, sat);
-        p->cand_unmeas_bytes = report_add(p->cand_unmeas_bytes, p->cand_meas_bytes, sat);
-        p->cand_meas_n = 0;
-        p->cand_meas_bytes = 0;
-        p->cand_meas_ns = 0;
-    }
-    p->staged_ns = (double)p->cand_meas_ns;
-    double peer_bytes = (double)p->cand_meas_bytes;
-    p->saved_n = p->cand_meas_n;
-    if (p->cand_unmeas_n > 0 && p->staged_gbps > 0) {
-        p->staged_ns += (double)p->cand_unmeas_bytes / p->staged_gbps;
-        peer_bytes += (double)p->cand_unmeas_bytes;
-        p->saved_n = report_add(p->saved_n, p->cand_unmeas_n, sat);
-    } else if (p->cand_unmeas_n > 0) {
-        p->unest_n = p->cand_unmeas_n;
-        p->no_estimate = "copies CUPTI did not time need the topo table's "
-                         "staged GB/s";
-    }
-    p->peer_ns = peer_bytes / p->peer_gbps;
-    p->saved_ns = p->staged_ns - p->peer_ns;
-}
-
 static void add_into(struct report_pair *t, const struct report_pair *p, bool *sat)
 {
 #define ADD(field) t->field = report_add(t->field, p->field, sat)
@@ -419,53 +371,22 @@ int64_t report_pair_bytes(const struct report_summary *s, int src, int dst)
     return e ? s->pairs[e->idx].bytes : 0;
 }
 
-/* A GPU-to-GPU trip through host memory costs at least what the driver's
- * staged copy of the same bytes costs (it stages through host memory too,
- * in pipelined chunks: a program's D2H then H2D is slower still), so the
- * saving is bytes / staged GB/s - bytes / peer GB/s: a lower bound. The
- * staged figure is the topo table's; the peer one the table's, else the
- * pair's best PTOP in the log. */
-static void estimate_bounce(struct report_summary *s, struct report_bounce *b)
-{
-    const struct report_link *l = report_topo_link(s->topo, b->from, b->to);
-    const struct report_pair *p = NULL;
-    for (int i = 0; i < s->npairs && !p; i++)
-        if (s->pairs[i].src == b->from && s->pairs[i].dst == b->to)
-            p = &s->pairs[i];
-    b->peer_from = l && l->peer_gbps > 0 ? "topo"
-                   : p && p->best_ptop_gbps > 0 ? "log" : NULL;
-    b->peer_gbps = !b->peer_from ? 0 : l && l->peer_gbps > 0 ? l->peer_gbps : p->best_ptop_gbps;
-    b->staged_gbps = l ? l->staged_gbps : 0;
-    if (b->served || b->bytes <= 0)
-        b->no_estimate = b->served ? "served" : "the events name no byte count";
-    else if (l && l->can_peer == 0)
-        b->no_estimate = "the topo table says this pair cannot peer";
-    else if (b->staged_gbps <= 0)
-        b->no_estimate = "no staged GB/s: no topo table entry for the pair";
-    else if (b->peer_gbps <= 0)
-        b->no_estimate = "no peer GB/s: no topo entry and no PTOP copy seen";
-    else
-        b->no_estimate = NULL;
-    b->estimated = b->no_estimate == NULL;
-    if (b->estimated)
-        b->saved_ns = (double)b->bytes / b->staged_gbps - (double)b->bytes / b->peer_gbps;
-}
-
 void report_summary_finish(struct report_summary *s)
 {
+    report_price_check_host(s);
     if (s->npairs > 1)
         qsort(s->pairs, (size_t)s->npairs, sizeof *s->pairs, cmp_pair);
     memset(&s->total, 0, sizeof s->total);
     s->total.src = s->total.dst = -1;
     for (int i = 0; i < s->npairs; i++) {
-        estimate(&s->pairs[i], s->topo, &s->saturated);
+        report_price_pair(s, &s->pairs[i], &s->saturated);
         add_into(&s->total, &s->pairs[i], &s->saturated);
         count_candidates(&s->pairs[i], &s->saturated);
     }
     count_candidates(&s->total, &s->saturated);
     count_candidates(&s->local, &s->saturated);
     for (int i = 0; i < s->nbounces; i++)
-        estimate_bounce(s, &s->bounces[i]);
+        report_price_bounce(s, &s->bounces[i]);
 }
 
 void report_summary_free(struct report_summary *s)

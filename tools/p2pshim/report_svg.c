@@ -56,6 +56,19 @@ static const struct report_pair *find(const struct report_summary *s, int a, int
     return NULL;
 }
 
+/* The colour scale under the heatmap, lo to hi bytes, at (x, ly). */
+static void heatmap_legend(FILE *f, int64_t lo, int64_t hi, int left, int ly, int lw)
+{
+    char a[32], b[32];
+    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"12\" "
+            "fill=\"url(#scale)\"/>\n", left, ly, lw);
+    fprintf(f, "<text x=\"%d\" y=\"%d\" id=\"legend-lo\">%s</text>"
+            "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" id=\"legend-hi\">%s</text>"
+            "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">bytes (log scale)</text>\n",
+            left, ly + 28, report_fmt_bytes(lo, a, sizeof a), left + lw, ly + 28,
+            report_fmt_bytes(hi, b, sizeof b), left + lw / 2, ly + 46);
+}
+
 void report_svg_heatmap(FILE *f, const struct report_summary *s)
 {
     int *dev;
@@ -128,15 +141,7 @@ void report_svg_heatmap(FILE *f, const struct report_summary *s)
             fputs("</g>\n", f);
         }
     }
-    int ly = top + n * cell + 24, lw = n * cell < 160 ? 160 : n * cell;
-    char a[32], b[32];
-    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"12\" "
-            "fill=\"url(#scale)\"/>\n", left, ly, lw);
-    fprintf(f, "<text x=\"%d\" y=\"%d\" id=\"legend-lo\">%s</text>"
-            "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" id=\"legend-hi\">%s</text>"
-            "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">bytes (log scale)</text>\n",
-            left, ly + 28, report_fmt_bytes(lo, a, sizeof a), left + lw, ly + 28,
-            report_fmt_bytes(hi, b, sizeof b), left + lw / 2, ly + 46);
+    heatmap_legend(f, lo, hi, left, top + n * cell + 24, n * cell < 160 ? 160 : n * cell);
     fputs("</svg>\n", f);
     free(dev);
 }

@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "report_internal.h"
 
@@ -44,6 +45,27 @@ static int get_dev(json_t *o, const char *k)
     return (int)json_integer_value(v);
 }
 
+/* Where the table was measured: its host and each device's UUID and bus
+ * id (older tables name no UUID). */
+static void read_identity(json_t *root, struct report_topo *t)
+{
+    const char *host = json_string_value(json_object_get(root, "host"));
+    snprintf(t->host, sizeof t->host, "%s", host ? host : "");
+    json_t *devs = json_object_get(root, "devices");
+    for (size_t i = 0; i < json_array_size(devs); i++) {
+        json_t *d = json_array_get(devs, i);
+        int ord = get_dev(d, "ordinal");
+        if (ord < 0 || ord >= REPORT_TOPO_DEVS)
+            continue;
+        const char *uuid = json_string_value(json_object_get(d, "uuid"));
+        const char *pci = json_string_value(json_object_get(d, "pci"));
+        snprintf(t->devs[ord].uuid, sizeof t->devs[ord].uuid, "%s", uuid ? uuid : "");
+        snprintf(t->devs[ord].pci, sizeof t->devs[ord].pci, "%s", pci ? pci : "");
+        if (ord >= t->ndevs)
+            t->ndevs = ord + 1;
+    }
+}
+
 int report_topo_load(const char *path, struct report_topo *t, char *err,
                      size_t errlen)
 {
@@ -72,6 +94,7 @@ int report_topo_load(const char *path, struct report_topo *t, char *err,
         json_decref(root);
         return -1;
     }
+    read_identity(root, t);
     size_t n = json_array_size(links);
     t->links = calloc(n ? n : 1, sizeof *t->links);
     t->path = strdup(path);
@@ -110,6 +133,36 @@ const struct report_link *report_topo_link(const struct report_topo *t,
         if (t->links[i].src == src && t->links[i].dst == dst)
             return &t->links[i];
     return NULL;
+}
+
+/* The ordinal of the device whose member (uuid or pci) is value; -1 none,
+ * -2 when the table names no such member at all. */
+static int find_dev(const struct report_topo *t, bool by_uuid, const char *value)
+{
+    bool named = false;
+    for (int k = 0; k < t->ndevs; k++) {
+        const char *m = by_uuid ? t->devs[k].uuid : t->devs[k].pci;
+        named = named || m[0];
+        if (m[0] && strcasecmp(m, value) == 0)
+            return k;
+    }
+    return named ? -1 : -2;
+}
+
+int report_topo_ordinal(const struct report_topo *t, const struct report_gpu *g, char *why,
+                        size_t why_len)
+{
+    if (!t || !t->loaded)
+        return -1;
+    if (t->host[0] && g->host[0] && strcmp(t->host, g->host) != 0)
+        return -1;
+    int k = g->uuid[0] ? find_dev(t, true, g->uuid) : -2;
+    if (k == -2 && g->pci[0])
+        k = find_dev(t, false, g->pci);
+    if (k == -1)
+        snprintf(why, why_len, "it names no GPU %s of host %s (it was measured with other GPUs)",
+                 g->uuid[0] ? g->uuid : g->pci, g->host[0] ? g->host : "(unknown)");
+    return k == -2 ? g->ordinal : k;
 }
 
 void report_topo_free(struct report_topo *t)

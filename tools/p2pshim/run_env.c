@@ -75,14 +75,49 @@ static char *value_copy(const char *name, const char *value)
     return s;
 }
 
+/* The first complaint of the shim's own parser about one assignment. */
+static char value_problem[512];
+
+static void note_problem(const char *line)
+{
+    if (value_problem[0] == '\0')
+        snprintf(value_problem, sizeof value_problem, "%s", line);
+}
+
+/* Whether the shim would take value for name: its own parser says, so
+ * that --mode fast and --set MODE=fast meet the same rule and get the
+ * same line. The parser's "; keeping DEFAULT" is the shim's, not ours. */
+static bool value_ok(const char *name, const char *value)
+{
+    size_t n = strlen(name) + strlen(value) + 2;
+    char *entry = malloc(n);
+    if (entry == NULL)
+        return true; /* the shim will warn itself */
+    snprintf(entry, n, "%s=%s", name, value);
+    char *envp[] = {entry, NULL};
+    static struct p2pshim_config scratch; /* large: not for the stack */
+    value_problem[0] = '\0';
+    config_parse(&scratch, envp, note_problem);
+    free(entry);
+    if (value_problem[0] == '\0')
+        return true;
+    char *keeping = strstr(value_problem, "; keeping");
+    if (keeping != NULL)
+        *keeping = '\0';
+    launcher_error("run: %s", value_problem);
+    return false;
+}
+
 bool run_env_set(struct run_env *e, const char *name, const char *value)
 {
     if (!is_known(name)) {
         char known[512];
         list_known(known, sizeof known);
-        launcher_error("unknown variable %s (known: %s)", name, known);
+        launcher_error("run: unknown variable %s (known: %s)", name, known);
         return false;
     }
+    if (!value_ok(name, value))
+        return false;
     char *copy = value_copy(name, value);
     if (copy == NULL) {
         launcher_error("out of memory");
@@ -104,14 +139,14 @@ bool run_env_assign(struct run_env *e, const char *text)
 {
     const char *eq = strchr(text, '=');
     if (eq == NULL || eq == text) {
-        launcher_error("--set %s: expected NAME=VALUE, e.g. --set LOG=info", text);
+        launcher_error("run: --set %s: expected NAME=VALUE, e.g. --set LOG=info", text);
         return false;
     }
     char name[64];
     size_t n = (size_t)(eq - text);
     const char *prefix = strncmp(text, "P2PSHIM_", 8) == 0 ? "" : "P2PSHIM_";
     if (n + strlen(prefix) >= sizeof name) {
-        launcher_error("--set %s: name too long", text);
+        launcher_error("run: --set %s: name too long", text);
         return false;
     }
     snprintf(name, sizeof name, "%s%.*s", prefix, (int)n, text);

@@ -29,7 +29,9 @@ void run_env_free(struct run_env *e);
  * list) to value, replacing an earlier assignment. P2PSHIM_RUN_LOG and
  * P2PSHIM_TOPO_FILE, which the launcher reads too, are made absolute
  * against the current folder, so that the program's own chdir cannot
- * move them. Returns false (with a message) for an unknown name. */
+ * move them. Returns false (with a message) for an unknown name, or a
+ * value the shim's own parser (config_parse) would refuse: the same
+ * line, whichever option set it. */
 bool run_env_set(struct run_env *e, const char *name, const char *value);
 
 /* "NAME=VALUE" from --set: NAME with or without the P2PSHIM_ prefix.

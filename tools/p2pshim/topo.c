@@ -19,7 +19,7 @@
 #define MEASURE_REPS 5
 
 static const char topo_usage[] =
-    "usage: p2pshim topo [--measure] [--json] [--output FILE]\n"
+    "usage: p2pshim topo [--measure] [--json] [-o FILE]\n"
     "\n"
     "Shows the CUDA devices (name, PCI address), which pairs can use peer\n"
     "access (cuDeviceCanAccessPeer), and each pair's link: NVLink with its link\n"
@@ -34,7 +34,7 @@ static const char topo_usage[] =
     "                   else ~/.cache/p2pshim/topo.json, for p2pshim report.\n"
     "                   Refused under the shim (libp2pshim in LD_PRELOAD).\n"
     "  --json           print JSON in the bandwidth table's format\n"
-    "  --output FILE    write to FILE instead of standard output\n"
+    "  -o, --output FILE  write to FILE instead of standard output\n"
     "  -h, --help       this text\n"
     "\n"
     "exit status: 0 success, 1 no CUDA driver or a CUDA error, 2 usage error.\n";
@@ -99,6 +99,15 @@ static void json_gbps(FILE *f, double v)
         fprintf(f, "%.1f", v);
 }
 
+/* Why a figure is null, where the measurement said. */
+static void json_why(FILE *f, const char *key, const char *why)
+{
+    if (why[0] == '\0')
+        return;
+    fprintf(f, ",\"%s\":", key);
+    json_string(f, why);
+}
+
 /* The bandwidth table's format; unknown values are null. */
 static void write_json(FILE *f, const struct topo *t)
 {
@@ -117,6 +126,11 @@ static void write_json(FILE *f, const struct topo *t)
         json_string(f, t->dev[i].name);
         fputs(",\"pci\":", f);
         json_string(f, t->dev[i].pci);
+        fputs(",\"uuid\":", f);
+        if (t->dev[i].uuid[0])
+            json_string(f, t->dev[i].uuid);
+        else
+            fputs("null", f);
         fputc('}', f);
     }
     fputs("],\n \"links\":[", f);
@@ -140,25 +154,32 @@ static void write_json(FILE *f, const struct topo *t)
             json_gbps(f, l->staged_gbps);
             fputs(",\"peer_gbps\":", f);
             json_gbps(f, l->peer_gbps);
+            json_why(f, "staged_na", l->staged_why);
+            json_why(f, "peer_na", l->peer_why);
             fputc('}', f);
         }
     fputs("]}\n", f);
 }
 
-static void text_gbps(FILE *f, double v)
+static void text_gbps(FILE *f, double v, const char *why)
 {
-    if (v < 0)
-        fprintf(f, " %9s", "n/a");
-    else
+    if (v >= 0)
         fprintf(f, " %9.1f", v);
+    else if (why[0])
+        fprintf(f, "  n/a (%s)", why);
+    else
+        fprintf(f, " %9s", "n/a");
 }
 
 static void write_text(FILE *f, const struct topo *t)
 {
-    fprintf(f, "CUDA driver %d.%d, %d device%s\n", t->driver_version / 1000,
-            t->driver_version % 1000 / 10, t->ndev, t->ndev == 1 ? "" : "s");
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    fprintf(f, "CUDA driver %d.%d, %d device%s on %s\n", t->driver_version / 1000,
+            t->driver_version % 1000 / 10, t->ndev, t->ndev == 1 ? "" : "s", host);
     for (int i = 0; i < t->ndev; i++)
-        fprintf(f, "  GPU%-3d %-14s %s\n", i, t->dev[i].pci, t->dev[i].name);
+        fprintf(f, "  GPU%-3d %-14s %s%s%s\n", i, t->dev[i].pci, t->dev[i].name,
+                t->dev[i].uuid[0] ? "  " : "", t->dev[i].uuid);
     if (t->ndev == 0)
         return;
     fputs("\nPeer access (cuDeviceCanAccessPeer; row: from, column: to):\n       ", f);
@@ -206,8 +227,9 @@ static void write_text(FILE *f, const struct topo *t)
             char pair[32];
             snprintf(pair, sizeof pair, "%d->%d", i, j);
             fprintf(f, "  %-8s", pair);
-            text_gbps(f, t->link[i][j].staged_gbps);
-            text_gbps(f, t->link[i][j].peer_gbps);
+            const struct topo_link *l = &t->link[i][j];
+            text_gbps(f, l->staged_gbps, l->staged_why);
+            text_gbps(f, l->peer_gbps, l->peer_why);
             fputc('\n', f);
         }
 }
@@ -263,29 +285,53 @@ static bool under_shim(void)
     return p != NULL && strstr(p, "libp2pshim") != NULL;
 }
 
+enum { OPT_MEASURE, OPT_JSON, OPT_OUTPUT };
+
+static const struct cli_option topo_options[] = {
+    {"measure", 0, false, OPT_MEASURE},
+    {"json", 0, false, OPT_JSON},
+    {"output", 'o', true, OPT_OUTPUT},
+    {NULL, 0, false, 0},
+};
+
+struct topo_opts {
+    bool measure, json;
+    const char *output;
+};
+
+/* One option of topo (cli_parse's callback). */
+static int topo_option(void *ctx, int id, const char *v)
+{
+    struct topo_opts *o = ctx;
+    if (id == OPT_MEASURE)
+        o->measure = true;
+    else if (id == OPT_JSON)
+        o->json = true;
+    else if (v[0] == '\0') {
+        launcher_error("topo: --output needs a file name");
+        return LAUNCHER_EXIT_USAGE;
+    } else
+        o->output = v;
+    return CLI_OK;
+}
+
 int topo_main(int argc, char **argv)
 {
-    bool measure = false, json = false;
-    const char *output = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        int m;
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            fputs(topo_usage, stdout);
-            return 0;
-        } else if (strcmp(argv[i], "--measure") == 0) {
-            measure = true;
-        } else if (strcmp(argv[i], "--json") == 0) {
-            json = true;
-        } else if ((m = launcher_option_value(argc, argv, &i, "--output", &v)) != 0) {
-            if (m < 0)
-                return LAUNCHER_EXIT_USAGE;
-            output = v;
-        } else {
-            launcher_error("topo: unknown argument '%s' (see p2pshim topo --help)", argv[i]);
-            return LAUNCHER_EXIT_USAGE;
-        }
+    struct topo_opts o = {false, false, NULL};
+    int first;
+    int rc = cli_parse("topo", argc, argv, topo_options, false, topo_option, &o, &first);
+    if (rc == CLI_HELP) {
+        fputs(topo_usage, stdout);
+        return 0;
     }
+    if (rc != CLI_OK)
+        return rc;
+    if (first < argc) {
+        launcher_error("topo: unexpected argument '%s' (see p2pshim topo --help)", argv[first]);
+        return LAUNCHER_EXIT_USAGE;
+    }
+    bool measure = o.measure, json = o.json;
+    const char *output = o.output;
     if (measure && under_shim()) {
         launcher_error("topo --measure: refusing to measure with libp2pshim in LD_PRELOAD "
                        "(the staged figures would be the shim's); run it without the shim");

@@ -14,6 +14,7 @@
 struct topo_device {
     char name[256];
     char pci[32]; /* "0000:19:00.0" */
+    char uuid[48]; /* "GPU-xxxxxxxx-...", "" where the driver cannot tell */
     unsigned domain, bus, device;
 };
 
@@ -25,6 +26,9 @@ struct topo_link {
     int nvlinks;            /* NVLinks from src reaching dst; -1 unknown */
     double staged_gbps;     /* cuMemcpyPeerAsync without peer access */
     double peer_gbps;       /* the same with peer access enabled */
+    /* Why a figure is n/a ("no peer access", "cannot allocate", "device
+     * busy", ...); "" where there is a figure or none was asked for. */
+    char staged_why[64], peer_why[64];
 };
 
 struct topo {
@@ -41,7 +45,8 @@ struct topo {
 
 /* Loads libcuda.so.1 (dlopen + cuGetProcAddress_v2), initialises it and
  * fills ndev, driver_version, dev[] and link[][].can_peer; every
- * bandwidth is set to -1 and every nvlinks to -1. On failure returns
+ * bandwidth is set to -1 and every nvlinks to -1; dev[].uuid where the
+ * driver has cuDeviceGetUuid. On failure returns
  * false with a one-line reason in why. */
 bool topo_cuda_query(struct topo *t, char *why, size_t why_len);
 
@@ -53,9 +58,11 @@ typedef void (*topo_progress_fn)(int step, int steps, int src, int dst, const ch
  * bandwidth without peer access, then, where can_peer, peer bandwidth with
  * access enabled from src's primary context to dst's (disabled again
  * afterwards, so that no figure sees another pair's access). Timed with
- * CUDA events; where the driver cannot time (no cuEventElapsedTime, an
- * error, a zero time) the figure stays -1. False with a reason in why on
- * a CUDA error that stops the measurement. */
+ * CUDA events. A figure that cannot be had stays -1 with the reason in
+ * the link's staged_why/peer_why: no peer access, a device whose buffer
+ * cannot be allocated, a copy or an enable refused (device busy, ...),
+ * no timer (no cuEventElapsedTime, a zero time). False with a reason in
+ * why only when no device can be used at all. */
 bool topo_cuda_measure(struct topo *t, size_t bytes, int reps, topo_progress_fn progress,
                        char *why, size_t why_len);
 

@@ -208,32 +208,58 @@ static int clear(void)
     return 0;
 }
 
+enum { OPT_SHOW, OPT_CLEAR, OPT_CHECK };
+
+static const struct cli_option trust_options[] = {
+    {"show", 0, false, OPT_SHOW},
+    {"clear", 0, false, OPT_CLEAR},
+    {"check", 0, false, OPT_CHECK},
+    {NULL, 0, false, 0},
+};
+
+struct trust_opts {
+    bool show, clear, check;
+};
+
+/* One option of trust (cli_parse's callback). */
+static int trust_option(void *ctx, int id, const char *value)
+{
+    (void)value;
+    struct trust_opts *o = ctx;
+    if (id == OPT_SHOW)
+        o->show = true;
+    else if (id == OPT_CLEAR)
+        o->clear = true;
+    else
+        o->check = true;
+    return CLI_OK;
+}
+
 int trust_main(int argc, char **argv)
 {
-    bool do_show = false, do_clear = false, do_check = false;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            fputs(usage_text, stdout);
-            return 0;
-        } else if (strcmp(argv[i], "--show") == 0) {
-            do_show = true;
-        } else if (strcmp(argv[i], "--clear") == 0) {
-            do_clear = true;
-        } else if (strcmp(argv[i], "--check") == 0) {
-            do_check = true;
-        } else if (strcmp(argv[i], "--probe-pairs") == 0 && argc == 2) {
-            return trust_probe_pairs(); /* --check's child, under the shim */
-        } else {
-            launcher_error("trust: unknown argument '%s' (see p2pshim trust --help)", argv[i]);
-            return LAUNCHER_EXIT_USAGE;
-        }
+    /* --check's child, under the shim: not an option users give. */
+    if (argc == 2 && strcmp(argv[1], "--probe-pairs") == 0)
+        return trust_probe_pairs();
+    struct trust_opts o = {false, false, false};
+    int first;
+    int rc = cli_parse("trust", argc, argv, trust_options, false, trust_option, &o, &first);
+    if (rc == CLI_HELP) {
+        fputs(usage_text, stdout);
+        return 0;
     }
+    if (rc != CLI_OK)
+        return rc;
+    if (first < argc) {
+        launcher_error("trust: unexpected argument '%s' (see p2pshim trust --help)", argv[first]);
+        return LAUNCHER_EXIT_USAGE;
+    }
+    bool do_show = o.show, do_clear = o.clear, do_check = o.check;
     if (do_clear && do_check) {
         launcher_error("trust: --clear and --check do not go together (--check replaces "
                        "the verdicts of the pairs it checks)");
         return LAUNCHER_EXIT_USAGE;
     }
-    int rc = 0;
+    rc = 0;
     if (do_clear)
         rc = clear();
     if (rc == 0 && do_check)
