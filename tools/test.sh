@@ -19,15 +19,29 @@ build() { # dir, extra cmake args...
     cmake --build "$dir" -j "$jobs"
 }
 
+# The tests must leave the user's files alone: the link-verdict cache in
+# the home folder is where a test that forgot P2PSHIM_TRUST=skip (or its
+# own P2PSHIM_TRUST_FILE) would write.
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/p2pshim/trust"
+cache_state() { ls -l --time-style=full-iso "$cache" 2>/dev/null || echo none; }
+cache_before=$(cache_state)
+cache_check() {
+    [ "$(cache_state)" = "$cache_before" ] ||
+        { echo "test: a test wrote $cache (the user's link-verdict cache)"; exit 1; }
+}
+
 mkdir -p build-test
 build build-test/plain
 (cd build-test/plain && ctest --output-on-failure -j "$jobs")
+cache_check
 # The footprint figures (what the shim costs a process), for the CI log.
 (cd build-test/plain && ctest -L footprint -V | grep "footprint: " || true)
 
 build build-test/asan -DP2PSHIM_SANITIZE=address -DP2PSHIM_BUILD_GPU=OFF
 (cd build-test/asan && ctest --output-on-failure -j "$jobs" -LE gpu)
+cache_check
 
 build build-test/tsan -DP2PSHIM_SANITIZE=thread -DP2PSHIM_BUILD_GPU=OFF
 (cd build-test/tsan && ctest --output-on-failure -j "$jobs" -L threads)
+cache_check
 echo "test: all passed"
