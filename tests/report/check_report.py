@@ -8,6 +8,7 @@ import gzip
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -292,6 +293,24 @@ def check_html():
             check('id="cell-0-1"' in page and "GPU 0 to GPU 1: 7 copies" in page, "heatmap cell")
         if fixture == "cut_short":
             check('id="cut-short"' in page, "cut_short: no note")
+        check_timeline(page, fixture, topo)
+
+
+def check_timeline(page, fixture, topo):
+    """The traffic-over-time chart: one line per GPU pair (up to 8, most
+    bytes first), each carrying every byte of its pair's copies across
+    its bins (bins merged as the axis widens must lose none)."""
+    ref = reference.compute(os.path.join(FIX, fixture + ".jsonl"), topo)
+    want = {"%d-%d" % k: r["bytes"] for k, r in ref["pairs"].items() if r["bytes"] > 0}
+    got = {m[0]: int(m[1]) for m in
+           re.findall(r'<g class="series" data-pair="(\d+-\d+)">.*?data-bytes="(\d+)"', page)}
+    check('id="timeline"' in page, fixture + ": no timeline")
+    drawn = sorted(want, key=lambda k: -want[k])[:8]
+    check(sorted(got) == sorted(drawn), "%s: timeline pairs %s, want %s" % (fixture, sorted(got),
+                                                                          sorted(drawn)))
+    for k in drawn:
+        check(got.get(k) == want[k], "%s: timeline %s carries %s bytes, want %d"
+              % (fixture, k, got.get(k), want[k]))
 
 
 def check_cli():
@@ -402,6 +421,7 @@ def check_chromium():
             check(not console, "%s: console messages: %s" % (fixture, console))
             check('id="heatmap"' in dom and 'id="bandwidth"' in dom or fixture != "upgrade_4gpu",
                   fixture + ": charts missing from the DOM")
+            check('id="timeline"' in dom, fixture + ": timeline missing from the DOM")
             html_figures(dom, fixture, topo)
 
 

@@ -307,6 +307,8 @@ int report_html_write(FILE *f, const char *log_path,
     fputs("<h2>Traffic matrix</h2>\n", f);
     report_svg_heatmap(f, s);
     report_matrix_html(f, s);
+    fputs("<h2>Traffic over time</h2>\n", f);
+    report_svg_timeline(f, s);
     fputs("<h2>Achieved bandwidth against copy size</h2>\n", f);
     report_svg_bandwidth(f, s);
     put_savings(f, s);

@@ -265,6 +265,17 @@ void report_topo_free(struct report_topo *t);
 
 /* ---- summary ---- */
 #define REPORT_BINS 64     /* log2 copy-size bins of the bandwidth chart */
+#define REPORT_TBINS 48    /* time bins of the traffic-over-time chart */
+
+/* The time axis shared by every pair's bins: bin i covers
+ * [t0 + i * width, t0 + (i + 1) * width) ns of the logs' clock
+ * (CLOCK_MONOTONIC: one axis per host; processes of one host line up). It
+ * starts narrow at the first copy and doubles, right or left, to take a
+ * later or earlier one, merging bins pairwise. */
+struct report_timeline {
+    bool any;
+    int64_t t0, width;
+};
 
 struct report_bin {
     int64_t n, bytes, ns;
@@ -287,6 +298,7 @@ struct report_pair {
     int64_t saved_n, unest_n;
     double saved_ns, staged_ns, peer_ns;
     int64_t candidates;              /* cand_meas_n + cand_unmeas_n, saturated */
+    int64_t tbytes[REPORT_TBINS];    /* bytes of copies issued per time bin */
 };
 
 #define REPORT_MAX_BOUNCE_PAIRS 64
@@ -341,6 +353,7 @@ struct report_summary {
     struct report_proc *procs;  /* per file */
     int nprocs;
     struct report_bin bins[2][REPORT_BINS];   /* [peer, staged][log2 size] */
+    struct report_timeline timeline;          /* the pairs' tbytes axis */
     const struct report_topo *topo;
     /* The table against the logs' GPUs: why it is foreign ("" it is
      * this run's); refused (foreign, not forced: nothing priced from
@@ -399,6 +412,11 @@ int64_t report_pair_bytes(const struct report_summary *s, int src, int dst);
 /* report_svg.c: the two charts of the page. */
 void report_svg_heatmap(FILE *f, const struct report_summary *s);
 void report_svg_bandwidth(FILE *f, const struct report_summary *s);
+/* Traffic over time (report_timeline.c): a cross-GPU copy issued at t_ns
+ * into its pair's bins; the chart, one line of GB/s per pair. */
+void report_timeline_add(struct report_summary *s, struct report_pair *p, int64_t t_ns,
+                         int64_t bytes);
+void report_svg_timeline(FILE *f, const struct report_summary *s);
 
 /* The trace renderer streams: it is a visitor writing f as the log is read. */
 struct report_trace;

@@ -242,6 +242,8 @@ static void on_copy(void *ctx, const struct report_decision *given)
     count_proc(s, d, cross, path, candidate);
     if (!cross)
         return;
+    if (d->has_t)
+        report_timeline_add(s, p, d->t_ns, d->bytes);
     int64_t ns = report_span_duration(&d->act);
     /* A staged copy's CUPTI records time one staging chunk, not the copy
      * (estimate() says more): with the table's staged GB/s, that is the
