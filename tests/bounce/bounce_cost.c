@@ -191,8 +191,12 @@ int main(int argc, char **argv)
     expect_paid_once("pageable loop", paid, dev, bounce, pageable);
     run_loop(PINNED, "pinned loop", pinned, paid, dev);
     expect_paid_once("pinned loop", paid, dev, bounce, pinned);
-    run_loop(FRESH, "fresh buffer loop", pageable, paid, dev);
-    expect_paid_once("fresh buffer loop", paid, dev, bounce, pageable);
+    /* A size no other loop uses: keys are (address, size), and an mmap may
+     * return an earlier loop's freed buffer, whose host key keeps its
+     * evidence where the shim does not see that free (a sanitizer's). */
+    size_t fresh = pageable + 3 * 4096;
+    run_loop(FRESH, "fresh buffer loop", fresh, paid, dev);
+    expect_paid_once("fresh buffer loop", paid, dev, bounce, fresh);
     run_loop(READ_BETWEEN, "read between", pageable + 4096, paid, dev);
     if (bt_shim) {
         uint64_t after = 0;

@@ -81,7 +81,8 @@ struct CUctx_st {
     int npeers, cap_peers;
 };
 
-/* ---- streams and queued operations (sd_stream.c) ---- */
+/* ---- streams and queued operations (sd_stream.c; the exported stream
+ * functions in sd_stream_api.c, events in sd_event.c) ---- */
 enum sd_stream_kind { SD_STREAM_LEGACY, SD_STREAM_PTDS, SD_STREAM_USER };
 
 enum sd_op_kind { SD_OP_COPY, SD_OP_MEMSET, SD_OP_RECORD, SD_OP_WAIT };
@@ -284,6 +285,10 @@ void sd_flush_all(void);
 void sd_sync_run(struct CUctx_st *cur, struct CUctx_st **touch, size_t ntouch,
                  int per_thread, struct sd_op *op);
 void sd_streams_drop_ctx(struct CUctx_st *c);
+/* The stream with this id, or NULL (an event's or a wait's stream). */
+struct CUstream_st *stream_by_id(uint64_t id);
+/* The stream the program created as h (SD_STREAM_USER), or NULL. */
+struct CUstream_st *user_stream(CUstream h);
 
 /* sd_memory.c */
 /* mmap of anonymous memory at hint when that range is free, anywhere
@@ -292,8 +297,9 @@ void *sd_map_hinted(uintptr_t hint, size_t size, int prot);
 void sd_arenas_map(void);
 void sd_arenas_unmap(void);
 struct sd_alloc *sd_lookup(uintptr_t p);
-/* STANDIN_EAGER_NONBLOCKING: runs what the non-blocking streams hold, each
- * operation after its dependencies (at the end of every call). */
+/* sd_stream.c, STANDIN_EAGER_NONBLOCKING: runs what the non-blocking
+ * streams hold, each operation after its dependencies (at the end of every
+ * call). */
 void sd_run_nonblocking(void);
 /* Where the "GPU" writes n bytes at p: pinned memory through its DMA view,
  * anything else in place. */
@@ -315,17 +321,17 @@ int sd_owned_region(uintptr_t p);
 /* Checks one access descriptor against device `owner`'s memory. */
 CUresult sd_check_access_desc(const CUmemAccessDesc *d, int owner);
 
-/* sd_vmm.c */
-void sd_arrays_free(void);     /* every array handle (teardown) */
+/* sd_vmm.c; sd_array.c's and sd_pool.c's parts of setup and teardown */
+void sd_arrays_free(void);     /* sd_array.c: every array handle (teardown) */
 void sd_vmm_init(void);
 void sd_vmm_fini(void);
-struct CUmemPoolHandle_st *sd_pool_new(int dev, int is_default);
-void sd_pools_free(void);
+struct CUmemPoolHandle_st *sd_pool_new(int dev, int is_default);   /* sd_pool.c */
+void sd_pools_free(void);                                            /* sd_pool.c */
 int sd_vmm_contains(uintptr_t p);
 /* The cuMemAddressReserve range holding ptr (its base; 0 when none). */
 uintptr_t sd_vmm_range(uintptr_t ptr, size_t *size);
 
-/* sd_copy.c: path accounting for one copy of `bytes` bytes. */
+/* sd_account.c: path accounting for one copy of `bytes` bytes. */
 /* Counts a copy in its class (standin_stats) and returns its simulated
  * duration in the time model: a fixed 2 us per copy plus the bytes at the
  * class's speed, in GB/s (bytes per ns): peer 400 (5 over a

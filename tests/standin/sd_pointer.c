@@ -10,6 +10,46 @@
 
 #include <string.h>
 
+/* attr_known's other attributes, the flags and capabilities of known
+ * memory a: sync memops off, legacy IPC for plain device memory only, a
+ * mapping's access flags for the current device, no P2P tokens; an
+ * unknown attribute is CUDA_ERROR_INVALID_VALUE. */
+static CUresult attr_flags(CUpointer_attribute attr, void *data, const struct sd_alloc *a)
+{
+    switch (attr) {
+    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
+        *(unsigned int *)data = 0;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+        *(unsigned int *)data = a->kind == SD_MEM_DEVICE;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MAPPED:
+        *(unsigned int *)data = 1;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
+        *(unsigned long long *)data = 0;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
+    case CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE:
+        *(unsigned int *)data = 0;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS: {
+        struct CUctx_st *c = sd_current_raw();
+        unsigned f = CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE;
+        if (a->kind == SD_MEM_VMM && c)
+            f = a->access[c->dev] == CU_MEM_ACCESS_FLAGS_PROT_NONE
+                    ? CU_POINTER_ATTRIBUTE_ACCESS_FLAG_NONE
+                    : CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE;
+        *(unsigned int *)data = f;
+        return CUDA_SUCCESS;
+    }
+    case CU_POINTER_ATTRIBUTE_P2P_TOKENS:
+        return CUDA_ERROR_NOT_SUPPORTED;
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+}
+
 /* Writes one attribute of known memory a holding ptr. strict: the rules
  * of cuPointerGetAttribute (no host pointer for device memory is an
  * error); otherwise cuPointerGetAttributes's (NULL instead). */
@@ -42,9 +82,6 @@ static CUresult attr_known(CUpointer_attribute attr, void *data, CUdeviceptr ptr
         }
         *(void **)data = (void *)(uintptr_t)ptr;
         return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
-        *(unsigned int *)data = 0;
-        return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_BUFFER_ID:
     case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID:
         *(unsigned long long *)data = a->buffer_id;
@@ -55,35 +92,12 @@ static CUresult attr_known(CUpointer_attribute attr, void *data, CUdeviceptr ptr
     case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
         *(int *)data = dev;
         return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
-        *(unsigned int *)data = a->kind == SD_MEM_DEVICE;
-        return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
         *(CUdeviceptr *)data = rbase;
         return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
         *(size_t *)data = rsize;
         return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_MAPPED:
-        *(unsigned int *)data = 1;
-        return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
-        *(unsigned long long *)data = 0;
-        return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
-    case CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE:
-        *(unsigned int *)data = 0;
-        return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS: {
-        struct CUctx_st *c = sd_current_raw();
-        unsigned f = CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE;
-        if (a->kind == SD_MEM_VMM && c)
-            f = a->access[c->dev] == CU_MEM_ACCESS_FLAGS_PROT_NONE
-                    ? CU_POINTER_ATTRIBUTE_ACCESS_FLAG_NONE
-                    : CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE;
-        *(unsigned int *)data = f;
-        return CUDA_SUCCESS;
-    }
     case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
         *(CUmemoryPool *)data = a->pool;
         return CUDA_SUCCESS;
@@ -93,10 +107,8 @@ static CUresult attr_known(CUpointer_attribute attr, void *data, CUdeviceptr ptr
     case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
         *(CUdeviceptr *)data = a->base;
         return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_P2P_TOKENS:
-        return CUDA_ERROR_NOT_SUPPORTED;
     default:
-        return CUDA_ERROR_INVALID_VALUE;
+        return attr_flags(attr, data, a);
     }
 }
 

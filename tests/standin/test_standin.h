@@ -42,9 +42,15 @@ int all_bytes(CUdeviceptr p, unsigned char v, size_t n);
 /* n bytes on device d, filled with `fill`; leaves ctx[d] current. */
 CUdeviceptr alloc_on(int d, size_t n, unsigned char fill);
 
+/* test_standin_copies.c */
 void test_ordering(void);
 void test_batches_and_2d(void);
 void test_threads(void);
+/* test_standin_arrays.c */
 void test_arrays(void);
+/* test_standin_memory.c */
+void test_pointer_attributes(void);
+void test_pools(void);
+void test_vmm(void);
 
 #endif

@@ -82,15 +82,11 @@ void test_ordering(void)
     OK(cuStreamDestroy_v2(nb));
 }
 
-void test_batches_and_2d(void)
+/* Linear batches: the legacy NULL stream refused, paths counted, a bad
+ * operand named by its index, a bad access order; a source read during
+ * the call. */
+static void linear_batches(CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, size_t n, CUstream s)
 {
-    config("2", NULL, NULL, NULL);
-    retain_all(2);
-    const size_t n = 1024;
-    CUdeviceptr a = alloc_on(0, n, 0x10), b = alloc_on(1, n, 0), c = alloc_on(0, n, 0);
-    OK(cuCtxSetCurrent(ctx[0]));
-    CUstream s;
-    OK(cuStreamCreate(&s, 0));
     CUdeviceptr dsts[2] = {b, c}, srcs[2] = {a, a};
     size_t sizes[2] = {n, n}, idx[1] = {0}, fail = 0;
     CUmemcpyAttributes attr = {0};
@@ -124,8 +120,12 @@ void test_batches_and_2d(void)
     memset(src, 0, sizeof src);
     OK(cuStreamSynchronize(s));
     CHECK(all_bytes(c, 0x42, sizeof src));
+}
 
-    /* 3D batch between devices. */
+/* A 3D batch between devices; an array operand is not modelled. */
+static void batch_3d(CUdeviceptr a, CUdeviceptr b, size_t n, CUstream s)
+{
+    size_t fail = 0;
     CUDA_MEMCPY3D_BATCH_OP op = {0};
     op.src.type = op.dst.type = CU_MEMCPY_OPERAND_TYPE_POINTER;
     op.src.op.ptr.ptr = a;
@@ -141,8 +141,13 @@ void test_batches_and_2d(void)
     op.dst.type = CU_MEMCPY_OPERAND_TYPE_ARRAY;
     EXPECT(cuMemcpy3DBatchAsync(1, &op, &fail, 0, s), CUDA_ERROR_NOT_SUPPORTED);
     CHECK(fail == 0);
+}
 
-    /* 2D: rows of 100 bytes between pitched allocations on two devices. */
+/* 2D: rows of 100 bytes between pitched allocations on two devices (staged),
+ * then a 3D peer copy between them once 1 -> 0 is enabled. Starts with
+ * ctx[0] current. */
+static void copies_2d_3d(void)
+{
     CUdeviceptr p0, p1;
     size_t pitch0, pitch1;
     OK(cuMemAllocPitch_v2(&p0, &pitch0, 100, 8, 4));
@@ -161,7 +166,7 @@ void test_batches_and_2d(void)
     m.Height = 8;
     standin_reset_stats();
     OK(cuMemcpy2D_v2(&m));
-    st = stats();
+    struct standin_stats st = stats();
     CHECK(st.staged_copies == 1 && st.staged_bytes == 800);
     CHECK(all_bytes(p1 + 7 * pitch1, 0x33, 100) && all_bytes(p1 + 100, 0, 8));
     m.srcMemoryType = CU_MEMORYTYPE_ARRAY;
@@ -186,6 +191,20 @@ void test_batches_and_2d(void)
     CHECK(st.peer_copies == 1 && st.peer_bytes == 400);
     p.srcContext = (CUcontext)(uintptr_t)8;
     EXPECT(cuMemcpy3DPeer(&p), CUDA_ERROR_INVALID_CONTEXT);
+}
+
+void test_batches_and_2d(void)
+{
+    config("2", NULL, NULL, NULL);
+    retain_all(2);
+    const size_t n = 1024;
+    CUdeviceptr a = alloc_on(0, n, 0x10), b = alloc_on(1, n, 0), c = alloc_on(0, n, 0);
+    OK(cuCtxSetCurrent(ctx[0]));
+    CUstream s;
+    OK(cuStreamCreate(&s, 0));
+    linear_batches(a, b, c, n, s);
+    batch_3d(a, b, n, s);
+    copies_2d_3d();
     OK(cuStreamDestroy_v2(s));
 }
 

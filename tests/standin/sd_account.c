@@ -1,0 +1,100 @@
+/* Path accounting, the point of the stand-in: the class a copy counts in
+ * (peer, staged, same device, to or from the host), its duration in the
+ * time model, whether it crosses a STANDIN_LINK_CORRUPT link; and the
+ * operand checks of copies and memsets, with the real driver's error codes.
+ * The path is chosen when a copy is issued (sd_copy.c, sd_batch.c), with
+ * the peer state of that moment. */
+#include "sd_internal.h"
+
+/* ---- path accounting ---- */
+
+/* Whether memory `a` (of another device) is reachable from device dev
+ * without staging: pool and mapped memory by their access lists, ordinary
+ * memory by context peer access from dev to the owning context. */
+static int reachable_from(const struct sd_alloc *a, int dev)
+{
+    if (a->kind == SD_MEM_POOL)
+        return a->pool->access[dev] != CU_MEM_ACCESS_FLAGS_PROT_NONE;
+    if (a->kind == SD_MEM_VMM)
+        return a->access[dev] != CU_MEM_ACCESS_FLAGS_PROT_NONE;
+    return sd_dev_has_peer_to(dev, a->ctx);
+}
+
+/* One direction is enough for the copy engines (measured, DESIGN.md). */
+static int peer_path(const struct sd_alloc *x, const struct sd_alloc *y)
+{
+    if (x->kind == SD_MEM_DEVICE && y->kind == SD_MEM_DEVICE)
+        return sd_peer_either(x->ctx, y->ctx);
+    return reachable_from(x, y->dev) || reachable_from(y, x->dev);
+}
+
+static uint64_t duration_ns(size_t bytes, unsigned gb_per_s)
+{
+    return 2000 + bytes / gb_per_s;
+}
+
+uint64_t sd_account(const struct sd_alloc *dst, const struct sd_alloc *src, size_t bytes)
+{
+    struct standin_stats *st = &sd.stats;
+    int dd = sd_mem_on_device(dst), sdv = sd_mem_on_device(src);
+    if (dd && sdv) {
+        if (dst->dev == src->dev) {
+            st->same_device_copies++;
+            st->same_device_bytes += bytes;
+            return duration_ns(bytes, 1000);
+        }
+        if (peer_path(dst, src)) {
+            st->peer_copies++;
+            st->peer_bytes += bytes;
+            return duration_ns(bytes, sd.cfg.slow[src->dev][dst->dev] ? 5 : 400);
+        }
+        st->staged_copies++;
+        st->staged_bytes += bytes;
+        return duration_ns(bytes, 40);
+    }
+    if (dd) {
+        st->h2d_copies++;
+        st->h2d_bytes += bytes;
+    } else if (sdv) {
+        st->d2h_copies++;
+        st->d2h_bytes += bytes;
+    } else {
+        st->h2h_copies++;
+        st->h2h_bytes += bytes;
+    }
+    return duration_ns(bytes, 25);
+}
+
+int sd_link_corrupts(const struct sd_alloc *dst, const struct sd_alloc *src)
+{
+    return sd_mem_on_device(dst) && sd_mem_on_device(src) && dst->dev != src->dev &&
+           sd.cfg.corrupt[src->dev][dst->dev] && peer_path(dst, src);
+}
+
+/* ---- operands ---- */
+
+/* An operand that must be memory the driver knows (a device pointer
+ * parameter): [p, p+span) inside one allocation. */
+CUresult sd_known_operand(uintptr_t p, size_t span, struct sd_alloc **out)
+{
+    if (p == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    *out = sd_lookup_span(p, span);
+    return *out ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* An operand that may also be pageable host memory (unified addressing):
+ * *out is NULL for that. An address inside the stand-in's own regions
+ * that no allocation holds is a bad device pointer. */
+CUresult sd_any_operand(uintptr_t p, size_t span, struct sd_alloc **out)
+{
+    if (p == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sd_alloc *a = sd_lookup(p);
+    if (!a) {
+        *out = NULL;
+        return sd_owned_region(p) ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+    }
+    *out = a;
+    return span <= a->size - (p - a->base) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
