@@ -95,14 +95,16 @@ static CUresult fence_in(struct relay_plan *p)
 }
 
 /* The program's later work after the relay's last copy; a synchronous
- * variant waits for it here. */
+ * variant waits for it here first (the wait on the program's stream is
+ * then already met, as the original's completion would leave it). */
 static void fence_out(struct relay_plan *p)
 {
     const struct driver_api *api = driver_api();
     PFN_cuStreamWaitEvent_v3020 wait =
         DRIVER_FLAVOUR(api, stream_wait_event, p->call->per_thread);
-    bool ordered = wait != NULL && wait(p->call->stream, p->last, 0) == CUDA_SUCCESS;
-    if (p->call->sync || !ordered)
+    if (p->call->sync)
+        api->event_synchronize(p->last);
+    if (wait == NULL || wait(p->call->stream, p->last, 0) != CUDA_SUCCESS)
         api->event_synchronize(p->last);
 }
 
