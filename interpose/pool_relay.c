@@ -75,7 +75,9 @@ static CUresult chunk(struct relay_plan *p, size_t off, size_t len, int k)
 }
 
 /* The program's stream, in the call's flavour, fences the relay: its
- * earlier work before every stream the relay uses. */
+ * earlier work before the relay's first copies, those that read the
+ * program's source (a copy out into a pool destination comes after a
+ * peer copy, which comes after them). */
 static CUresult fence_in(struct relay_plan *p)
 {
     const struct driver_api *api = driver_api();
@@ -85,12 +87,9 @@ static CUresult fence_in(struct relay_plan *p)
         DRIVER_FLAVOUR(api, event_record, false) == NULL)
         return CUDA_ERROR_NOT_SUPPORTED;
     CUresult r = record(p->home->fence, p->call->stream);
-    if (r == CUDA_SUCCESS && p->s != NULL)
-        r = wait_on(p->s->local, p->home->fence);
     if (r == CUDA_SUCCESS)
-        r = wait_on(p->x->peer, p->home->fence);
-    if (r == CUDA_SUCCESS && p->d != NULL)
-        r = wait_on(p->d->local, p->home->fence);
+        r = p->s != NULL ? wait_on(p->s->local, p->home->fence)
+                         : wait_on(p->x->peer, p->home->fence);
     return r;
 }
 
