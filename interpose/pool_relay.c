@@ -93,17 +93,15 @@ static CUresult fence_in(struct relay_plan *p)
     return r;
 }
 
-/* The program's later work after the relay's last copy; a synchronous
- * variant waits for it here first (the wait on the program's stream is
- * then already met, as the original's completion would leave it). */
+/* The program's later work on its stream after the relay's last copy. A
+ * synchronous variant instead waits for that copy once the lock is let go
+ * (pool_relay_apply): its caller's later work is issued after it returns. */
 static void fence_out(struct relay_plan *p)
 {
     const struct driver_api *api = driver_api();
     PFN_cuStreamWaitEvent_v3020 wait =
         DRIVER_FLAVOUR(api, stream_wait_event, p->call->per_thread);
-    if (p->call->sync)
-        api->event_synchronize(p->last);
-    if (wait == NULL || wait(p->call->stream, p->last, 0) != CUDA_SUCCESS)
+    if (!p->call->sync && (wait == NULL || wait(p->call->stream, p->last, 0) != CUDA_SUCCESS))
         api->event_synchronize(p->last);
 }
 
@@ -203,6 +201,10 @@ enum route_reason pool_relay_apply(struct copy_call *call, const struct route_de
     if (planned)
         r = issue(&p);
     relay_unlock();
+    /* Outside the lock: other threads' relays are issued meanwhile (a
+     * later record of the same event only makes the wait longer). */
+    if (r == CUDA_SUCCESS && call->sync)
+        driver_api()->event_synchronize(p.last);
     if (r != CUDA_SUCCESS) {
         if (planned)
             relay_count(bytes, true);
