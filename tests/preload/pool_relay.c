@@ -9,7 +9,10 @@
  * so a relay out of the program's stream order shows as wrong bytes. The
  * transcript (the cases' names, the stand-in's leak report lines with
  * STANDIN_LEAK_REPORT=1) is the same with and without the shim: nothing
- * of the relay's is alive at a context's end or at exit. */
+ * of the relay's is alive at a context's end or at exit.
+ * "pool_relay shim|noshim threads": four threads relay at once, each on a
+ * stream of its own (ThreadSanitizer runs it). */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -159,11 +162,64 @@ static void cases(void)
     pl_free(env.ctx[1], check1);
 }
 
+#define THREADS 4
+#define ROUNDS 3
+
+/* One thread: its own stream and pools, ROUNDS relayed copies 0 -> 1. */
+static void *worker(void *arg)
+{
+    unsigned tseed = 1000 + 10 * (unsigned)(uintptr_t)arg;
+    CUstream s;
+    pl_use(env.ctx[0]);
+    PL_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr p0 = 0, p1 = 0;
+    PL_OK(cuMemAllocAsync(&p0, N, s));
+    pl_use(env.ctx[1]);
+    PL_OK(cuMemAllocAsync(&p1, N, NULL));
+    PL_OK(cuStreamSynchronize(NULL));
+    for (int r = 0; r < ROUNDS; r++) {
+        pl_fill(env.ctx[0], p0, N, tseed + (unsigned)r);
+        pl_use(env.ctx[0]);
+        PL_OK(cuMemcpyAsync(p1, p0, N, s));
+        PL_OK(cuStreamSynchronize(s));
+        pl_verify(env.ctx[1], p1, N, tseed + (unsigned)r, "threads: pool->pool");
+    }
+    pl_use(env.ctx[0]);
+    PL_OK(cuMemFreeAsync(p0, s));
+    PL_OK(cuStreamSynchronize(s));
+    PL_OK(cuStreamDestroy_v2(s));
+    pl_use(env.ctx[1]);
+    PL_OK(cuMemFreeAsync(p1, NULL));
+    PL_OK(cuStreamSynchronize(NULL));
+    return NULL;
+}
+
+static int threads(void)
+{
+    struct standin_stats a, b;
+    pthread_t th[THREADS];
+    pl_stats(&a);
+    for (uintptr_t t = 0; t < THREADS; t++)
+        PL_EXPECT(pthread_create(&th[t], NULL, worker, (void *)t) == 0, "pthread_create");
+    for (int t = 0; t < THREADS; t++)
+        pthread_join(th[t], NULL);
+    pl_stats(&b);
+    uint64_t want = (uint64_t)THREADS * ROUNDS * N;
+    uint64_t peer = b.peer_bytes - a.peer_bytes, staged = b.staged_bytes - a.staged_bytes;
+    PL_EXPECT(shim ? peer == want && staged == 0 : peer == 0 && staged == want,
+              "threads: peer %llu staged %llu bytes", (unsigned long long)peer,
+              (unsigned long long)staged);
+    printf("threads: %d x %d copies\n", THREADS, ROUNDS);
+    return pl_finish("pool_relay threads");
+}
+
 int main(int argc, char **argv)
 {
     shim = pl_want_shim(argc, argv);
     setvbuf(stdout, NULL, _IOLBF, 0);
     pl_init(&env);
+    if (argc > 2 && strcmp(argv[2], "threads") == 0)
+        return threads();
     pl_use(env.ctx[0]);
     PL_OK(cuStreamCreate(&s0, 0));
     pl_use(env.ctx[1]);
