@@ -98,6 +98,7 @@ struct p2pshim_config {
     size_t bounce_chunk;          /* page multiple */
     size_t bounce_min;            /* 0: auto (bounce_copy.c's measured minimums) */
     size_t link_idle_ms;          /* 0: the shim keeps its links; else idle time before release */
+    size_t pool_relay;            /* scratch per device for relaying pool memory; 0: off */
     enum p2pshim_trust trust;
     char trust_file[512];         /* "" = the default place (trust_cache.h) */
     /* pair_allowed[src][dst]: whether a copy from device src to device dst

@@ -75,6 +75,12 @@
         "%h the host",                                                        \
         (CONFIG_PATH(trust_file),                                             \
          .doc = "`$XDG_CACHE_HOME/p2pshim/trust`, else `~/.cache/p2pshim/trust`", \
-         .kept = "keeping the default place"))
+         .kept = "keeping the default place"))                            \
+    ROW(X, P2PSHIM_POOL_RELAY,                                                \
+        "device memory per device for relaying copies of pool memory over the " \
+        "link, 1M multiples up to 128M; 0 turns the relay off (default 96M)", \
+        (CONFIG_BYTES(pool_relay, 0, (size_t)128 << 20, (size_t)1 << 20),     \
+         .def = (size_t)96 << 20,                                             \
+         .expect = "a multiple of 1M between 0 and 128M"))
 
 #endif

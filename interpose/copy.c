@@ -6,6 +6,7 @@
 #include "cupti_join.h"
 #include "link_life.h"
 #include "nvtx.h"
+#include "pool_relay.h"
 #include "record.h"
 #include "resolve.h"
 #include "route.h"
@@ -125,13 +126,22 @@ static void decide_and_act(struct copy_call *call, struct copy_end *src,
     } else if (d.action == ROUTE_ALIAS) {
         counted = d.reason = copy_alias_apply(call, &d, src, dst, bytes);
         action = d.reason == ROUTE_UPGRADED_ALIAS ? RECORD_ALIAS_REISSUE : RECORD_PASS;
+    } else if (d.action == ROUTE_RELAY) {
+        counted = d.reason = pool_relay_apply(call, &d, src, dst, bytes);
+        action = d.reason == ROUTE_UPGRADED_RELAY ? RECORD_RELAY : RECORD_PASS;
     }
     stats_count(src->route.device, dst->route.device, counted, bytes);
-    if (cfg->mode == P2PSHIM_MODE_UPGRADE && route_reason_is_upgrade(counted))
+    if (cfg->mode == P2PSHIM_MODE_UPGRADE && route_reason_is_upgrade(counted)) {
         link_life_note_use(call, src->ctx, src->route.device, dst->ctx, dst->route.device);
+        /* The program's stream waits for a relay's last copy: an event
+         * recorded there now covers all of it (the wrapper calls nothing
+         * after a relay). */
+        if (call->relayed && link_life_pending(call))
+            link_life_after_issue(call);
+    }
     if (record_enabled())
         record_decision(call, src, dst, bytes, action, d.reason);
-    if (route_reason_is_upgrade(counted) && !call->nvtx_range)
+    if (route_reason_is_upgrade(counted) && !call->nvtx_range && !call->relayed)
         call->nvtx_range = nvtx_range_push("p2pshim peer copy %d->%d %zu B", src->route.device,
                                            dst->route.device, bytes);
 }
@@ -263,7 +273,7 @@ struct copy_action copy_consider_linear(struct copy_call *call, CUdeviceptr dst,
         }
     }
     copy_consider(call, dst, NULL, src, NULL, bytes);
-    return (struct copy_action){false, CUDA_SUCCESS};
+    return copy_relayed(call);
 }
 
 /* An end of a 2D/3D copy from its memory type and address fields. */

@@ -31,6 +31,12 @@ struct copy_call {
      * aliases of mapped ends (copy_alias.h). NULL: the call cannot be
      * re-issued that way (struct, batch and host copies). */
     CUdeviceptr *alias_dst, *alias_src;
+    /* A linear copy the shim may carry itself through its own buffers
+     * (pool_relay.h): relay_ok and sync (a synchronous variant) set by the
+     * wrapper; relayed set when it did, relay_rc then the answer the
+     * wrapper returns instead of calling the driver. */
+    bool relay_ok, sync, relayed;
+    CUresult relay_rc;
 };
 
 /* What a wrapper does after considering a host<->device copy: call the

@@ -63,10 +63,12 @@ static void set_direction(const struct route_input *in, struct route_decision *o
     }
 }
 
-/* Mapped memory with aliases to be had: the link is used through them
- * whichever direction is up; an enable is needed only when none is. */
+/* Mapped memory with aliases to be had, or pool memory relayed through
+ * the shim's buffers (action): the link is used through them whichever
+ * direction is up; an enable is needed only when none is. */
 static struct route_decision decide_alias(const struct route_input *in,
-                                          const struct p2pshim_config *cfg)
+                                          const struct p2pshim_config *cfg,
+                                          enum route_action action)
 {
     const struct route_link *l = &in->link;
     bool up = l->app_enabled || l->shim_enabled || l->shim_any;
@@ -78,7 +80,10 @@ static struct route_decision decide_alias(const struct route_input *in,
         return pass(ROUTE_NO_PEER_CAPABILITY);
     if (!up && l->failed)
         return pass(ROUTE_ENABLE_FAILED);
-    struct route_decision out = {ROUTE_ALIAS, ROUTE_UPGRADED_ALIAS, -1, -1, !up};
+    struct route_decision out = {action,
+                                 action == ROUTE_RELAY ? ROUTE_UPGRADED_RELAY
+                                                       : ROUTE_UPGRADED_ALIAS,
+                                 -1, -1, !up};
     set_direction(in, &out);
     return out;
 }
@@ -102,10 +107,15 @@ struct route_decision route_decide(const struct route_input *in,
         return pass(ROUTE_DEVICE_OUT_OF_RANGE);
     if (s->kind == MEM_KIND_MANAGED || d->kind == MEM_KIND_MANAGED)
         return pass(ROUTE_MANAGED);
-    if (s->kind == MEM_KIND_POOL || d->kind == MEM_KIND_POOL)
+    bool pool = s->kind == MEM_KIND_POOL || d->kind == MEM_KIND_POOL;
+    if (pool && in->relay_ok && in->bytes >= ROUTE_RELAY_MIN &&
+        (s->kind == MEM_KIND_POOL || s->kind == MEM_KIND_DEVICE) &&
+        (d->kind == MEM_KIND_POOL || d->kind == MEM_KIND_DEVICE))
+        return decide_alias(in, cfg, ROUTE_RELAY);
+    if (pool)
         return pass(ROUTE_POOL);
     if (s->kind == MEM_KIND_VMM || d->kind == MEM_KIND_VMM)
-        return in->alias_ok ? decide_alias(in, cfg) : pass(ROUTE_VMM);
+        return in->alias_ok ? decide_alias(in, cfg, ROUTE_ALIAS) : pass(ROUTE_VMM);
     if (in->link.app_enabled)
         return pass(ROUTE_APP_PEER);
     if (in->link.shim_enabled)

@@ -18,7 +18,16 @@ enum route_action {
     ROUTE_ALIAS,             /* mapped memory: enable when need_enable, then
                               * call the original with the mapped ends'
                               * aliases (vmm_alias.h) */
+    ROUTE_RELAY,             /* pool memory: enable when need_enable, then
+                              * carry the copy through the shim's own
+                              * buffers instead of the call (pool_relay.h) */
 };
+
+/* Below this a cross-GPU copy of pool memory passes as it would: three
+ * copies and their fences per chunk cost more than the driver's staging
+ * saves (a staged 1 MiB copy takes about 30 us on an H200 pair; a relay
+ * adds 6-10 driver calls of a few us each before its first byte moves). */
+#define ROUTE_RELAY_MIN ((size_t)1 << 20)
 
 /* Why: log_vocab.def's LOG_REASONS, each with its class. */
 enum route_reason {
@@ -65,6 +74,8 @@ struct route_input {
     struct route_link link;
     bool alias_ok;         /* the caller can re-issue with aliases of mapped
                             * ends (linear copies) */
+    bool relay_ok;         /* the caller lets the shim replace the copy
+                            * (linear copies) and the relay is on */
 };
 
 struct route_decision {
@@ -72,7 +83,8 @@ struct route_decision {
     enum route_reason reason;
     int enable_from;       /* for ROUTE_ENABLE_THEN_PASS: the direction */
     int enable_to;         /* (route_from_dst), device ordinals */
-    bool need_enable;      /* ROUTE_ALIAS: no direction of the link is up yet */
+    bool need_enable;      /* ROUTE_ALIAS, ROUTE_RELAY: no direction of the
+                            * link is up yet */
 };
 
 /* The needed direction, the one rule every caller reads: true when it
@@ -83,7 +95,9 @@ bool route_from_dst(const struct route_input *in);
 
 /* Decides. Rules, in order: not cross-GPU (unknown, host, same device);
  * mode off; ordinals past P2PSHIM_MAX_DEVICES; managed and pool memory
- * (context peer access does not cover them: passed through), and mapped
+ * (context peer access does not cover them: passed through; pool memory
+ * is relayed instead when relay_ok and the copy is at least
+ * ROUTE_RELAY_MIN, with the same checks as an alias), and mapped
  * memory unless alias_ok (then ROUTE_ALIAS, after the pair filter, the
  * size threshold, capability and a remembered failure of a link not yet
  * up: the program's or the shim's link does not reach mapped memory); the

@@ -32,6 +32,10 @@ const struct p2pshim_config *shim_config(void);
  *                            row: unmapped at exit, after the bounce
  *                            module's work and while the contexts exist;
  *                            its lock, taken before shim_alloc's
+ *   SHIM_ROW_RELAY           the pool relay's buffers (relay_scratch.c), a
+ *                            late row: its streams waited for and its
+ *                            scratch freed at exit while the contexts
+ *                            exist; its counters' summary line
  *   SHIM_ROW_LINKS           the shim's links' uses and events (link_life.c):
  *                            its lock, taken before peer.c's
  *   SHIM_ROW_PEER            enabled pairs (peer.c): its locks
@@ -78,6 +82,7 @@ struct shim_module {
 enum shim_row {
     SHIM_ROW_BOUNCE,
     SHIM_ROW_ALIAS,
+    SHIM_ROW_RELAY,
     SHIM_ROW_LINKS,
     SHIM_ROW_PEER,
     SHIM_ROW_OWNERSHIP,

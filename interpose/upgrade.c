@@ -31,6 +31,7 @@ struct route_decision upgrade_decide(const struct copy_call *call, const struct 
     in.bytes = bytes;
     in.exec_device = -1;
     in.alias_ok = call->alias_dst != NULL && call->alias_src != NULL;
+    in.relay_ok = in.alias_ok && call->relay_ok && cfg->pool_relay != 0;
     bool cross = src->route.known && dst->route.known && src->route.device >= 0 &&
                  dst->route.device >= 0 && src->route.device != dst->route.device;
     if (cross && src->ctx != NULL && dst->ctx != NULL && cfg->mode != P2PSHIM_MODE_OFF) {

@@ -4,10 +4,13 @@
  * host<->device copies may instead return the answer of the shim's
  * replacement (bounce.h). */
 #include "copy.h"
-#include "copy_alias.h"
 #include "hooks.h"
 #include "link_life.h"
+#include "pool_relay.h"
 #include "shim.h"
+
+#define SYNC true
+#define ASYNC false
 
 /* `act` sees `call` (the variant, its stream and per-thread flag) and
  * yields a struct copy_action: call the original, or return the answer of
@@ -21,7 +24,8 @@
             return CUDA_ERROR_NOT_INITIALIZED;                                \
         struct copy_call call_ = {HOOK_##name, (stream_expr),                 \
                                   HOOK_PER_THREAD_##name, 0, false, NULL, NULL, \
-                                  NULL, NULL};                                \
+                                  NULL, NULL, false, false, false,            \
+                                  CUDA_SUCCESS};                              \
         struct copy_call *call = &call_;                                      \
         if (!shim_begin())                                                    \
             return real args;                                                 \
@@ -47,14 +51,17 @@
 /* ---- linear copies in the unified address space ---- */
 /* Linear copies may be issued with the aliases of mapped ends: the copy
  * path may replace dst and src (copy_alias.h) before `real args` reads
- * them. */
+ * them; or carried by the shim's pool relay (pool_relay.h), whose answer
+ * the wrapper then returns. */
+#define CONSIDER_LINEAR(dctx, sctx, sync)                                     \
+    (copy_consider(copy_relay_allow(call, &dst, &src, sync), dst, dctx, src, sctx, n), \
+     copy_relayed(call))
 #define WRAP_LINEAR_SYNC(name)                                                \
-    WRAP(name, (CUdeviceptr dst, CUdeviceptr src, size_t n), (dst, src, n),   \
-         copy_consider(copy_alias_allow(call, &dst, &src), dst, NULL, src, NULL, n))
+    WRAP_ACT(name, (CUdeviceptr dst, CUdeviceptr src, size_t n), (dst, src, n), NULL, \
+             CONSIDER_LINEAR(NULL, NULL, SYNC))
 #define WRAP_LINEAR_ASYNC(name)                                               \
-    WRAP_STREAM(name, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s), \
-                (dst, src, n, s), s,                                          \
-                copy_consider(copy_alias_allow(call, &dst, &src), dst, NULL, src, NULL, n))
+    WRAP_ACT(name, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s),  \
+             (dst, src, n, s), s, CONSIDER_LINEAR(NULL, NULL, ASYNC))
 
 WRAP_LINEAR_SYNC(cuMemcpyDtoD_v2)
 WRAP_LINEAR_SYNC(cuMemcpyDtoD_v2_ptds)
@@ -63,17 +70,15 @@ WRAP_LINEAR_ASYNC(cuMemcpyDtoDAsync_v2_ptsz)
 
 /* ---- explicit contexts ---- */
 #define WRAP_PEER_SYNC(name)                                                  \
-    WRAP(name,                                                                \
-         (CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx,   \
-          size_t n),                                                          \
-         (dst, dctx, src, sctx, n),                                           \
-         copy_consider(copy_alias_allow(call, &dst, &src), dst, dctx, src, sctx, n))
+    WRAP_ACT(name,                                                            \
+             (CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, \
+              size_t n),                                                      \
+             (dst, dctx, src, sctx, n), NULL, CONSIDER_LINEAR(dctx, sctx, SYNC))
 #define WRAP_PEER_ASYNC(name)                                                 \
-    WRAP_STREAM(name,                                                         \
-                (CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, \
-                 size_t n, CUstream s),                                       \
-                (dst, dctx, src, sctx, n, s), s,                              \
-                copy_consider(copy_alias_allow(call, &dst, &src), dst, dctx, src, sctx, n))
+    WRAP_ACT(name,                                                            \
+             (CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, \
+              size_t n, CUstream s),                                          \
+             (dst, dctx, src, sctx, n, s), s, CONSIDER_LINEAR(dctx, sctx, ASYNC))
 
 WRAP_PEER_SYNC(cuMemcpyPeer)
 WRAP_PEER_SYNC(cuMemcpyPeer_ptds)
@@ -139,8 +144,6 @@ WRAP_3DBATCH_13000(cuMemcpy3DBatchAsync_v2)
 WRAP_3DBATCH_13000(cuMemcpy3DBatchAsync_v2_ptsz)
 
 /* ---- host <-> device: the shim may run a replacement (bounce.h) ---- */
-#define SYNC true
-#define ASYNC false
 #define HTOD(name)                                                            \
     WRAP_ACT(name, (CUdeviceptr d, const void *h, size_t n), (d, h, n), NULL, \
               copy_consider_host(call, d, h, n, true, SYNC))
@@ -157,11 +160,11 @@ WRAP_3DBATCH_13000(cuMemcpy3DBatchAsync_v2_ptsz)
 /* Unified copies: one of them may be a host bounce too. */
 #define UNIFIED(name)                                                         \
     WRAP_ACT(name, (CUdeviceptr dst, CUdeviceptr src, size_t n), (dst, src, n), NULL, \
-              copy_consider_linear(copy_alias_allow(call, &dst, &src), dst, src, n, SYNC))
+              copy_consider_linear(copy_relay_allow(call, &dst, &src, SYNC), dst, src, n, SYNC))
 #define UNIFIED_ASYNC(name)                                                   \
     WRAP_ACT(name, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s),  \
               (dst, src, n, s), s,                                            \
-              copy_consider_linear(copy_alias_allow(call, &dst, &src), dst, src, n, ASYNC))
+              copy_consider_linear(copy_relay_allow(call, &dst, &src, ASYNC), dst, src, n, ASYNC))
 
 UNIFIED(cuMemcpy)
 UNIFIED(cuMemcpy_ptds)

@@ -7,6 +7,7 @@
 #include "link_life.h"
 #include "ownership.h"
 #include "peer.h"
+#include "relay_scratch.h"
 #include "shim.h"
 #include "vmm_alias.h"
 
@@ -62,12 +63,14 @@ static void forget_device(int dev)
 }
 
 /* Before a context may go: the bounce snapshots it holds are filled into
- * their host buffers and freed while the context still works. ctx NULL:
+ * their host buffers and freed, and the pool relay's buffers there given
+ * back, while the context still works. ctx NULL:
  * every context of dev (a primary context's reset or last release). */
 static void before_ctx_gone(CUcontext ctx, int dev)
 {
     if (shim_begin()) {
         bounce_ctx_gone(ctx, dev);
+        relay_ctx_gone(ctx, dev);
         shim_end();
     }
 }

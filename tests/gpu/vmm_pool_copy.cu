@@ -6,14 +6,17 @@
  *         then cudaMemcpyAsync (cudaMemcpyDefault) 0->1.
  *   pool  cudaMemPoolCreate on each device (private pools, as RMM's
  *         cuda_async_memory_resource and CuPy's MemoryAsyncPool), then
- *         cudaMallocFromPoolAsync and cudaMemcpyPeerAsync 0->1.
+ *         cudaMallocFromPoolAsync and cudaMemcpyPeerAsync 0->1, 1->0,
+ *         pool to ordinary device memory and back; then the same 0->1
+ *         after the program grants the pools to each other itself.
  * Each copy is checked byte for byte and timed (GB/s printed). What the
  * program can observe of access is read before and after every copy
  * (cuMemGetAccess on the mappings, cudaMemPoolGetAccess on the pools) and
  * must not change. Usage: vmm_pool_copy [--mib N] [--expect-peer-vmm]
- * (--expect-peer-vmm: every VMM copy must be accepted and run above
- * 100 GB/s, which the staged path, about 37 GB/s on H200 NVLink, never
- * reaches). Without the shim a cudaMemcpyAsync the driver refuses is
+ * [--expect-peer-pool] (--expect-peer-vmm: every VMM copy must be accepted
+ * and run above 100 GB/s, which the staged path, about 37 GB/s on H200
+ * NVLink, never reaches; --expect-peer-pool: so must every pool copy made
+ * before the program's own grant, which the shim relays). Without the shim a cudaMemcpyAsync the driver refuses is
  * printed as a note (what the driver answers is worth knowing).
  * Exits 77 with fewer than two GPUs. */
 #include <cuda.h>
@@ -231,10 +234,41 @@ static void vmm_case(size_t n, bool expect_peer, unsigned char *host)
     vmm_free(b1);
 }
 
-static void pool_case(size_t n, unsigned char *host)
+/* Grants the other device read and write access to pool[d], as a program
+ * that wants its pool copies to ride the link does itself. */
+static void grant(cudaMemPool_t pool, int other)
+{
+    cudaMemAccessDesc desc;
+    memset(&desc, 0, sizeof desc);
+    desc.location.type = cudaMemLocationTypeDevice;
+    desc.location.id = other;
+    desc.flags = cudaMemAccessFlagsProtReadWrite;
+    GT_CHECK(cudaMemPoolSetAccess(pool, &desc, 1));
+}
+
+/* One pool copy, timed after a warm-up round (the shim's first relay of a
+ * pair checks the link and makes its buffers), checked byte for byte. */
+static double pool_copy(const char *what, void *dst, int ddev, void *src, int sdev, size_t n,
+                        enum api api, unsigned seed, bool expect_peer, unsigned char *host)
+{
+    fill(src, n, seed, host);
+    (void)timed_copy(dst, ddev, src, sdev, n, api);
+    double gbps = timed_copy(dst, ddev, src, sdev, n, api);
+    verify(what, dst, n, seed, host);
+    printf("%s: %zu MiB %.1f GB/s\n", what, n >> 20, gbps);
+    if (expect_peer && gbps < 100) {
+        printf("FAIL %s: %.1f GB/s, not over the link\n", what, gbps);
+        failures++;
+    }
+    return gbps;
+}
+
+/* expect_peer: the copies before the program's own grant must run above
+ * 100 GB/s (the shim relays them through its own buffers). */
+static void pool_case(size_t n, bool expect_peer, unsigned char *host)
 {
     cudaMemPool_t pool[2];
-    void *p[2];
+    void *p[2], *d1 = NULL;
     for (int d = 0; d < 2; d++) {
         cudaMemPoolProps props;
         memset(&props, 0, sizeof props);
@@ -246,15 +280,23 @@ static void pool_case(size_t n, unsigned char *host)
         GT_CHECK(cudaMallocFromPoolAsync(&p[d], n, pool[d], GT_STREAM));
         GT_CHECK(cudaStreamSynchronize(GT_STREAM));
     }
+    GT_CHECK(cudaMalloc(&d1, n)); /* ordinary memory on device 1 */
     unsigned a0 = pool_access(pool[0]), a1 = pool_access(pool[1]);
-    fill(p[0], n, 21, host);
-    double gbps = timed_copy(p[1], 1, p[0], 0, n, PEER);
-    verify("pool 0->1 cudaMemcpyPeerAsync", p[1], n, 21, host);
-    printf("pool 0->1 cudaMemcpyPeerAsync: %zu MiB %.1f GB/s\n", n >> 20, gbps);
+    pool_copy("pool 0->1 cudaMemcpyPeerAsync", p[1], 1, p[0], 0, n, PEER, 21, expect_peer, host);
+    pool_copy("pool 1->0 cudaMemcpyPeerAsync", p[0], 0, p[1], 1, n, PEER, 22, expect_peer, host);
+    pool_copy("pool 0->device 1 cudaMemcpyPeerAsync", d1, 1, p[0], 0, n, PEER, 23, expect_peer,
+              host);
+    pool_copy("device 1->pool 0 cudaMemcpyPeerAsync", p[0], 0, d1, 1, n, PEER, 24, expect_peer,
+              host);
     if (pool_access(pool[0]) != a0 || pool_access(pool[1]) != a1) {
         printf("FAIL pool: cudaMemPoolGetAccess changed\n");
         failures++;
     }
+    /* What the program gets by granting access itself, for comparison. */
+    grant(pool[0], 1);
+    grant(pool[1], 0);
+    pool_copy("pool 0->1 granted by the program", p[1], 1, p[0], 0, n, PEER, 25, false, host);
+    GT_CHECK(cudaFree(d1));
     for (int d = 0; d < 2; d++) {
         GT_CHECK(cudaSetDevice(d));
         GT_CHECK(cudaFreeAsync(p[d], GT_STREAM));
@@ -266,12 +308,14 @@ static void pool_case(size_t n, unsigned char *host)
 int main(int argc, char **argv)
 {
     size_t mib = 256;
-    bool expect_peer = false;
+    bool expect_peer = false, expect_peer_pool = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--mib") == 0 && i + 1 < argc)
             mib = strtoul(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--expect-peer-vmm") == 0)
             expect_peer = true;
+        else if (strcmp(argv[i], "--expect-peer-pool") == 0)
+            expect_peer_pool = true;
     }
     gt_require_gpus("vmm_pool_copy", 2);
     load_driver_funcs();
@@ -290,7 +334,7 @@ int main(int argc, char **argv)
     unsigned char *host = NULL;
     GT_CHECK(cudaMallocHost((void **)&host, n));
     vmm_case(n, expect_peer, host);
-    pool_case(n, host);
+    pool_case(n, expect_peer_pool, host);
     GT_CHECK(cudaFreeHost(host));
     printf("vmm_pool_copy (%s cudart, %s stream): %s\n", P2PSHIM_CUDART, GT_STREAM_MODE,
            failures ? "FAIL" : "ok");

@@ -211,7 +211,7 @@ static void test_observability_values(void)
     CHECK(parse(&cfg, "P2PSHIM_MODE=watch", NULL) == 1 && cfg.mode == P2PSHIM_MODE_UPGRADE);
 }
 
-static char dump_lines[16][1024];
+static char dump_lines[24][1024];
 static void round_trip(const struct p2pshim_config *cfg, const char *pairs_want);
 
 /* P2PSHIM_LINK_IDLE_MS: off by default, milliseconds, bad values kept. */
@@ -221,11 +221,28 @@ static void test_link_idle(void)
     CHECK(parse(&cfg, NULL) == 0 && cfg.link_idle_ms == 0);
     CHECK(parse(&cfg, "P2PSHIM_LINK_IDLE_MS=250", NULL) == 0 && cfg.link_idle_ms == 250);
     round_trip(&cfg, NULL);
-    CHECK_STR(dump_lines[NVARS - 3], "config P2PSHIM_LINK_IDLE_MS=250");
+    CHECK_STR(dump_lines[NVARS - 4], "config P2PSHIM_LINK_IDLE_MS=250");
     CHECK(parse(&cfg, "P2PSHIM_LINK_IDLE_MS=soon", NULL) == 1 && cfg.link_idle_ms == 0);
     CHECK(strstr(lines[0], "P2PSHIM_LINK_IDLE_MS=\"soon\": not a count of milliseconds") ==
           lines[0]);
     CHECK(parse(&cfg, "P2PSHIM_LINK_IDLE_MS=-5", NULL) == 1 && cfg.link_idle_ms == 0);
+}
+
+/* P2PSHIM_POOL_RELAY: 96M by default, 1M multiples up to 128M, 0 off. */
+static void test_pool_relay(void)
+{
+    struct p2pshim_config cfg;
+    CHECK(parse(&cfg, NULL) == 0 && cfg.pool_relay == (size_t)96 << 20);
+    CHECK(parse(&cfg, "P2PSHIM_POOL_RELAY=0", NULL) == 0 && cfg.pool_relay == 0);
+    CHECK(parse(&cfg, "P2PSHIM_POOL_RELAY=128M", NULL) == 0 &&
+          cfg.pool_relay == (size_t)128 << 20);
+    round_trip(&cfg, NULL);
+    CHECK_STR(dump_lines[NVARS - 1], "config P2PSHIM_POOL_RELAY=128M");
+    CHECK(parse(&cfg, "P2PSHIM_POOL_RELAY=129M", NULL) == 1 &&
+          cfg.pool_relay == (size_t)96 << 20);
+    CHECK(parse(&cfg, "P2PSHIM_POOL_RELAY=1536K", NULL) == 1 &&
+          cfg.pool_relay == (size_t)96 << 20);
+    CHECK(strstr(lines[0], "a multiple of 1M between 0 and 128M") != NULL);
 }
 
 /* The bounce variables (host-bounced copies). */
@@ -239,20 +256,20 @@ static void test_bounce_values(void)
     CHECK(parse(&cfg, "P2PSHIM_BOUNCE_MIN=256K", NULL) == 0 &&
           cfg.bounce_min == ((size_t)256 << 10));
     round_trip(&cfg, NULL);
-    CHECK_STR(dump_lines[NVARS - 6], "config P2PSHIM_BOUNCE_MIN=256K");
+    CHECK_STR(dump_lines[NVARS - 7], "config P2PSHIM_BOUNCE_MIN=256K");
     CHECK(parse(&cfg, "P2PSHIM_BOUNCE_MIN=AUTO", NULL) == 0 && cfg.bounce_min == 0);
     round_trip(&cfg, NULL);
-    CHECK_STR(dump_lines[NVARS - 6], "config P2PSHIM_BOUNCE_MIN=auto");
+    CHECK_STR(dump_lines[NVARS - 7], "config P2PSHIM_BOUNCE_MIN=auto");
     CHECK(parse(&cfg, "P2PSHIM_BOUNCE=Lazy", "P2PSHIM_BOUNCE_BUDGET=512M",
                 "P2PSHIM_BOUNCE_CHUNK=64K", NULL) == 0);
     CHECK(cfg.bounce == P2PSHIM_BOUNCE_LAZY && cfg.bounce_budget == ((size_t)512 << 20) &&
           cfg.bounce_budget_pct == 0 && cfg.bounce_chunk == ((size_t)64 << 10));
     round_trip(&cfg, NULL);
-    CHECK_STR(dump_lines[NVARS - 5], "config P2PSHIM_BOUNCE_BUDGET=512M");
+    CHECK_STR(dump_lines[NVARS - 6], "config P2PSHIM_BOUNCE_BUDGET=512M");
     CHECK(parse(&cfg, "P2PSHIM_BOUNCE=eager", "P2PSHIM_BOUNCE_BUDGET=40%", NULL) == 0);
     CHECK(cfg.bounce == P2PSHIM_BOUNCE_EAGER && cfg.bounce_budget_pct == 40);
     round_trip(&cfg, NULL);
-    CHECK_STR(dump_lines[NVARS - 5], "config P2PSHIM_BOUNCE_BUDGET=40%");
+    CHECK_STR(dump_lines[NVARS - 6], "config P2PSHIM_BOUNCE_BUDGET=40%");
     CHECK(parse(&cfg, "P2PSHIM_BOUNCE=off", "P2PSHIM_BOUNCE_BUDGET=0", NULL) == 0);
     CHECK(cfg.bounce == P2PSHIM_BOUNCE_OFF && cfg.bounce_budget == 0 &&
           cfg.bounce_budget_pct == 0);
@@ -355,7 +372,7 @@ static void test_trust_values(void)
     CHECK(cfg.trust == P2PSHIM_TRUST_CHECK && cfg.trust_file[0] == '\0');
     CHECK(parse(&cfg, "P2PSHIM_TRUST=skip", NULL) == 0 && cfg.trust == P2PSHIM_TRUST_SKIP);
     round_trip(&cfg, NULL);
-    CHECK_STR(dump_lines[NVARS - 2], "config P2PSHIM_TRUST=skip");
+    CHECK_STR(dump_lines[NVARS - 3], "config P2PSHIM_TRUST=skip");
     CHECK(parse(&cfg, "P2PSHIM_TRUST=RECHECK", "P2PSHIM_TRUST_FILE=/tmp/t-%%", NULL) == 0);
     CHECK(cfg.trust == P2PSHIM_TRUST_RECHECK && strcmp(cfg.trust_file, "/tmp/t-%") == 0);
     round_trip(&cfg, NULL);
@@ -374,7 +391,7 @@ static void test_names(void)
               "P2PSHIM_PAIRS, P2PSHIM_MIN_BYTES, P2PSHIM_LOG, "
               "P2PSHIM_LOG_FILE, P2PSHIM_DUMP_CONFIG, P2PSHIM_RUN_LOG, P2PSHIM_CUPTI, P2PSHIM_RECORD_LIMIT, "
               "P2PSHIM_BOUNCE, P2PSHIM_BOUNCE_MIN, P2PSHIM_BOUNCE_BUDGET, P2PSHIM_BOUNCE_CHUNK, "
-              "P2PSHIM_LINK_IDLE_MS, P2PSHIM_TRUST, P2PSHIM_TRUST_FILE)");
+              "P2PSHIM_LINK_IDLE_MS, P2PSHIM_TRUST, P2PSHIM_TRUST_FILE, P2PSHIM_POOL_RELAY)");
 
     CHECK(parse(&cfg, "P2PSHIM_=1", "P2PSHIM_LOGFILE=x", "P2PSHIM_mode=off",
                 NULL) == 3);
@@ -651,12 +668,12 @@ static void test_log_file_names(void)
     CHECK_STR(cfg.log_file, "");
 }
 
-static char dump_lines[16][1024];
+static char dump_lines[24][1024];
 static int ndump;
 
 static void collect_dump(const char *line)
 {
-    if (ndump < 16)
+    if (ndump < 24)
         snprintf(dump_lines[ndump], sizeof dump_lines[0], "%s", line);
     ndump++;
 }
@@ -976,6 +993,7 @@ int main(void)
     test_observability_values();
     test_bounce_values();
     test_link_idle();
+    test_pool_relay();
     test_trust_values();
     test_bad_values();
     test_names();

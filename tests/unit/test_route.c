@@ -20,6 +20,9 @@ static int failures;
 #define FAILED 8
 #define SHIM_ANY 16 /* the shim enabled the opposite direction only */
 #define ALIAS 32    /* the caller can re-issue with aliases (alias_ok) */
+#define RELAY 64    /* the caller lets the shim relay the copy (relay_ok) */
+#define MIB (1 << 20)
+#define POOL(d) {true, MEM_KIND_POOL, (d)}
 #define VMM(d) {true, MEM_KIND_VMM, (d)}
 
 struct row {
@@ -49,6 +52,14 @@ static const struct row rows[] = {
     {"managed", KIND(MEM_KIND_MANAGED, 0), DEV(1), 64, -1, CAN, 0, ROUTE_PASS, ROUTE_MANAGED, -1, -1},
     {"pool", DEV(0), KIND(MEM_KIND_POOL, 1), 64, -1, CAN, 0, ROUTE_PASS, ROUTE_POOL, -1, -1},
     {"pool, aliases possible", KIND(MEM_KIND_POOL, 0), DEV(1), 64, -1, CAN | ALIAS, 0, ROUTE_PASS, ROUTE_POOL, -1, -1},
+    {"pool, relay, enable", POOL(0), POOL(1), MIB, -1, CAN | ALIAS | RELAY, 0, ROUTE_RELAY, ROUTE_UPGRADED_RELAY, 0, 1},
+    {"pool to device, relay, issued on dst", POOL(0), DEV(1), MIB, 1, CAN | ALIAS | RELAY, 0, ROUTE_RELAY, ROUTE_UPGRADED_RELAY, 1, 0},
+    {"device to pool, the program's link up", DEV(0), POOL(1), MIB, -1, CAN | APP | ALIAS | RELAY, 0, ROUTE_RELAY, ROUTE_UPGRADED_RELAY, 0, 1},
+    {"pool, relay, below its minimum", POOL(0), POOL(1), MIB - 1, -1, CAN | ALIAS | RELAY, 0, ROUTE_PASS, ROUTE_POOL, -1, -1},
+    {"pool, no relay (2D, batch, off)", POOL(0), POOL(1), MIB, -1, CAN | ALIAS, 0, ROUTE_PASS, ROUTE_POOL, -1, -1},
+    {"pool to mapped: not relayed", POOL(0), VMM(1), MIB, -1, CAN | ALIAS | RELAY, 0, ROUTE_PASS, ROUTE_POOL, -1, -1},
+    {"pool, relay, cannot peer", POOL(0), POOL(1), MIB, -1, ALIAS | RELAY, 0, ROUTE_PASS, ROUTE_NO_PEER_CAPABILITY, -1, -1},
+    {"pool, relay, pair excluded", POOL(0), POOL(1), MIB, -1, CAN | ALIAS | RELAY, 3, ROUTE_PASS, ROUTE_PAIR_EXCLUDED, -1, -1},
     {"mapped, alias, enable", VMM(0), DEV(1), 64, -1, CAN | ALIAS, 0, ROUTE_ALIAS, ROUTE_UPGRADED_ALIAS, 0, 1},
     {"mapped both, issued on dst", VMM(0), VMM(1), 64, 1, CAN | ALIAS, 0, ROUTE_ALIAS, ROUTE_UPGRADED_ALIAS, 1, 0},
     {"mapped, the program's link up", DEV(0), VMM(1), 64, -1, CAN | APP | ALIAS, 0, ROUTE_ALIAS, ROUTE_UPGRADED_ALIAS, 0, 1},
@@ -108,12 +119,13 @@ int main(void)
         in.link.failed = (r->link & FAILED) != 0;
         in.link.shim_any = (r->link & (SHIM | SHIM_ANY)) != 0;
         in.alias_ok = (r->link & ALIAS) != 0;
+        in.relay_ok = (r->link & RELAY) != 0;
         struct route_decision d = route_decide(&in, &cfg);
         bool ok = d.action == r->action && d.reason == r->reason;
         if (ok && d.action != ROUTE_PASS)
             ok = d.enable_from == r->from && d.enable_to == r->to;
         /* An alias needs an enable only when no direction is up. */
-        if (ok && d.action == ROUTE_ALIAS)
+        if (ok && (d.action == ROUTE_ALIAS || d.action == ROUTE_RELAY))
             ok = d.need_enable == !(r->link & (APP | SHIM | SHIM_ANY));
         if (!ok) {
             failures++;
