@@ -162,6 +162,46 @@ static void cases(void)
     pl_free(env.ctx[1], check1);
 }
 
+/* Both pools granted to the other device (prot: read-write, or none to
+ * take the grant back), as a program that set up its own peer access
+ * does. */
+static void grant_pools(CUmemAccess_flags prot)
+{
+    for (int dev = 0; dev < 2; dev++) {
+        CUmemoryPool pool;
+        CUmemAccessDesc desc = {{CU_MEM_LOCATION_TYPE_DEVICE, 1 - dev}, prot};
+        PL_OK(cuDeviceGetDefaultMemPool(&pool, dev));
+        PL_OK(cuMemPoolSetAccess(pool, &desc, 1));
+    }
+}
+
+/* The program granted its pools itself: the driver copies them directly,
+ * and the shim leaves the copy to it (a relay would add two local copies
+ * per chunk: same-device copies on the stand-in's counters). */
+static void granted(void)
+{
+    CUdeviceptr p0 = pool_alloc(0, N), p1 = pool_alloc(1, N), stage0 = pl_alloc(env.ctx[0], N);
+    grant_pools(CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+    pl_fill(env.ctx[0], stage0, N, ++seed);
+    pl_use(env.ctx[0]);
+    PL_OK(cuMemcpyDtoD_v2(p0, stage0, N));
+    struct standin_stats a, b;
+    pl_stats(&a);
+    PL_OK(cuMemcpyAsync(p1, p0, N, s0));
+    PL_OK(cuStreamSynchronize(s0));
+    pl_stats(&b);
+    pl_verify(env.ctx[1], p1, N, seed, "granted pools");
+    uint64_t peer = b.peer_bytes - a.peer_bytes, local = b.same_device_copies - a.same_device_copies;
+    PL_EXPECT(peer == N && b.staged_bytes == a.staged_bytes && local == 0,
+              "granted pools: peer %llu of %zu bytes, %llu same-device copies (a relay)",
+              (unsigned long long)peer, (size_t)N, (unsigned long long)local);
+    printf("granted pools: %zu bytes\n", (size_t)N);
+    grant_pools(CU_MEM_ACCESS_FLAGS_PROT_NONE);
+    pool_free(0, p0);
+    pool_free(1, p1);
+    pl_free(env.ctx[0], stage0);
+}
+
 #define THREADS 4
 #define ROUNDS 3
 
@@ -225,6 +265,7 @@ int main(int argc, char **argv)
     pl_use(env.ctx[1]);
     PL_OK(cuStreamCreate(&s1, 0));
     cases();
+    granted();
     PL_OK(cuStreamDestroy_v2(s1));
     pl_use(env.ctx[0]);
     PL_OK(cuStreamDestroy_v2(s0));
