@@ -53,12 +53,38 @@ static CUdeviceptr end_address(const struct copy_end *e, CUdeviceptr ptr, size_t
     return vmm_alias_translate(ptr, bytes, devices);
 }
 
+/* Whether the program's mapping at ptr grants device `other` read-write
+ * access itself (as PyTorch's expandable segments do): the driver then
+ * copies directly, and an alias would only cost a mapping. Asked each
+ * time: one driver call, and a grant can change at any time. */
+static bool mapping_grants(CUdeviceptr ptr, int other)
+{
+    const struct driver_api *api = driver_api();
+    CUmemLocation where = {CU_MEM_LOCATION_TYPE_DEVICE, other};
+    unsigned long long flags = CU_MEM_ACCESS_FLAGS_PROT_NONE;
+    return api->mem_get_access != NULL &&
+           api->mem_get_access(&flags, &where, ptr) == CUDA_SUCCESS &&
+           flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+}
+
+static bool program_granted(const struct copy_call *call, const struct copy_end *src,
+                            const struct copy_end *dst)
+{
+    /* Both ends mapped: an ordinary end would need context peer access,
+     * which the alias path enables and the program may not have. */
+    return src->route.kind == MEM_KIND_VMM && dst->route.kind == MEM_KIND_VMM &&
+           mapping_grants(*call->alias_src, dst->route.device) &&
+           mapping_grants(*call->alias_dst, src->route.device);
+}
+
 enum route_reason copy_alias_apply(struct copy_call *call, const struct route_decision *d,
                                    const struct copy_end *src, const struct copy_end *dst,
                                    size_t bytes)
 {
     if (call->alias_dst == NULL || call->alias_src == NULL)
         return ROUTE_SHIM_ERROR;
+    if (program_granted(call, src, dst))
+        return ROUTE_APP_PEER;
     if (d->need_enable) {
         enum route_reason r = upgrade_enable(d, src, dst);
         if (r != ROUTE_UPGRADED)

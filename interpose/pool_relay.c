@@ -198,14 +198,15 @@ static bool pool_grants(CUdeviceptr ptr, int other)
            flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
 }
 
-/* The program made its pool ends reachable from the other device itself:
+/* The program made both pool ends reachable from the other device itself:
  * the driver goes direct, and a relay would only add two local copies. */
 static bool program_granted(CUdeviceptr src_ptr, const struct copy_end *src, CUdeviceptr dst_ptr,
                             const struct copy_end *dst)
 {
-    bool s_pool = src->route.kind == MEM_KIND_POOL, d_pool = dst->route.kind == MEM_KIND_POOL;
-    return (!s_pool || pool_grants(src_ptr, dst->route.device)) &&
-           (!d_pool || pool_grants(dst_ptr, src->route.device));
+    /* Both ends pool memory: an ordinary end would need context peer
+     * access, which the relay does not and the program may not have. */
+    return src->route.kind == MEM_KIND_POOL && dst->route.kind == MEM_KIND_POOL &&
+           pool_grants(src_ptr, dst->route.device) && pool_grants(dst_ptr, src->route.device);
 }
 
 enum route_reason pool_relay_apply(struct copy_call *call, const struct route_decision *d,

@@ -212,6 +212,60 @@ static uint64_t mapped(uint64_t enables)
     return enable_calls();
 }
 
+/* Mapped memory on devices 0 and 1 that the program granted to both
+ * devices itself, before any copy (as PyTorch's expandable segments do):
+ * the driver copies it directly, and the shim makes no alias for it (no
+ * address reserved, nothing mapped but the program's own). */
+static void mapped_granted(void)
+{
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    size_t gran = 0;
+    PL_OK(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    if (gran < N)
+        gran = (N + gran - 1) / gran * gran;
+    CUdeviceptr va[2] = {0, 0};
+    CUmemAccessDesc acc[2];
+    memset(acc, 0, sizeof acc);
+    for (int d = 0; d < 2; d++) {
+        acc[d].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        acc[d].location.id = d;
+        acc[d].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    }
+    for (int d = 0; d < 2; d++) {
+        CUmemGenericAllocationHandle h;
+        prop.location.id = d;
+        pl_use(env.ctx[d]);
+        PL_OK(cuMemCreate(&h, gran, &prop, 0));
+        PL_OK(cuMemAddressReserve(&va[d], gran, 0, 0, 0));
+        PL_OK(cuMemMap(va[d], gran, 0, h, 0));
+        PL_OK(cuMemRelease(h));
+        PL_OK(cuMemSetAccess(va[d], gran, acc, 2));
+    }
+    pl_fill(env.ctx[0], va[0], N, ++seed);
+    uint64_t reserves = standin_calls("cuMemAddressReserve"), maps = standin_calls("cuMemMap");
+    struct standin_stats s0, s1;
+    pl_use(env.ctx[0]);
+    pl_stats(&s0);
+    PL_OK(cuMemcpyDtoD_v2(va[1], va[0], N));
+    pl_stats(&s1);
+    pl_verify(env.ctx[1], va[1], N, seed, "granted mapped -> mapped");
+    PL_EXPECT(s1.peer_copies - s0.peer_copies == 1 && s1.staged_copies == s0.staged_copies,
+              "granted mapped memory: not one peer copy");
+    PL_EXPECT(standin_calls("cuMemAddressReserve") == reserves &&
+                  standin_calls("cuMemMap") == maps,
+              "granted mapped memory got an alias: %llu reserves, %llu maps",
+              (unsigned long long)(standin_calls("cuMemAddressReserve") - reserves),
+              (unsigned long long)(standin_calls("cuMemMap") - maps));
+    for (int d = 0; d < 2; d++) {
+        pl_use(env.ctx[d]);
+        PL_OK(cuMemUnmap(va[d], gran));
+        PL_OK(cuMemAddressFree(va[d], gran));
+    }
+}
+
 /* Pool, mapped and managed memory: never a reason for an enable. */
 static void memkinds(void)
 {
@@ -257,6 +311,8 @@ static void memkinds(void)
     /* mapped memory on both devices: upgraded through the shim's aliases,
      * the program's own access lists untouched */
     enables = mapped(enables);
+    mapped_granted();
+    PL_EXPECT(enable_calls() == enables, "granted mapped memory caused an enable call");
 
     /* managed memory to device 1 */
     CUdeviceptr m = 0;
