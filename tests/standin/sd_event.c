@@ -19,7 +19,7 @@ static int event_pending(struct CUevent_st *e, struct CUstream_st **s)
 {
     if (!e->recorded)
         return 0;
-    *s = stream_by_id(e->stream_id);
+    *s = sd_stream_by_id(e->stream_id);
     return *s && (*s)->head && (*s)->head->seq <= e->seq;
 }
 

@@ -286,9 +286,9 @@ void sd_sync_run(struct CUctx_st *cur, struct CUctx_st **touch, size_t ntouch,
                  int per_thread, struct sd_op *op);
 void sd_streams_drop_ctx(struct CUctx_st *c);
 /* The stream with this id, or NULL (an event's or a wait's stream). */
-struct CUstream_st *stream_by_id(uint64_t id);
+struct CUstream_st *sd_stream_by_id(uint64_t id);
 /* The stream the program created as h (SD_STREAM_USER), or NULL. */
-struct CUstream_st *user_stream(CUstream h);
+struct CUstream_st *sd_user_stream(CUstream h);
 
 /* sd_memory.c */
 /* mmap of anonymous memory at hint when that range is free, anywhere

@@ -69,7 +69,7 @@ void sd_stream_free(struct CUstream_st *s)
     free(s);
 }
 
-struct CUstream_st *stream_by_id(uint64_t id)
+struct CUstream_st *sd_stream_by_id(uint64_t id)
 {
     for (struct CUstream_st *s = sd.streams; s; s = s->next)
         if (s->id == id)
@@ -77,7 +77,7 @@ struct CUstream_st *stream_by_id(uint64_t id)
     return NULL;
 }
 
-struct CUstream_st *user_stream(CUstream h)
+struct CUstream_st *sd_user_stream(CUstream h)
 {
     for (struct CUstream_st *s = sd.streams; s; s = s->next)
         if (s == h)
@@ -115,7 +115,7 @@ CUresult sd_stream_resolve(CUstream h, int per_thread, struct CUstream_st **out)
         *out = pt ? sd_ptds(c, 1) : c->legacy;
         return *out ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
     }
-    struct CUstream_st *s = user_stream(h);
+    struct CUstream_st *s = sd_user_stream(h);
     if (!s)
         return CUDA_ERROR_INVALID_HANDLE;
     if (!s->ctx->alive)
@@ -241,7 +241,7 @@ void sd_run_until(struct CUstream_st *s, uint64_t limit)
             sd_run_until(s->ctx->legacy, op->seq - 1);
         }
         if (op->kind == SD_OP_WAIT) {
-            struct CUstream_st *t = stream_by_id(op->wait_stream);
+            struct CUstream_st *t = sd_stream_by_id(op->wait_stream);
             if (t)
                 sd_run_until(t, op->wait_seq);
         }

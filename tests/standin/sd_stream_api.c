@@ -41,7 +41,7 @@ SD_API CUresult CUDAAPI cuStreamCreateWithPriority(CUstream *phStream, unsigned 
  * here that work runs now, before the stream goes. */
 static CUresult stream_destroy(CUstream h)
 {
-    struct CUstream_st *s = user_stream(h);
+    struct CUstream_st *s = sd_user_stream(h);
     if (!s)
         return CUDA_ERROR_INVALID_HANDLE;
     sd_run_until(s, UINT64_MAX);
