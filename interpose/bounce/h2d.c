@@ -259,11 +259,11 @@ static bool serve(const struct copy_call *call, bool sync, CUdeviceptr dst, cons
     return true;
 }
 
-/* Whether a D2H into this host memory could ever take a snapshot: the D2H
+/* Whether a D2H into this host range could ever take a snapshot: the D2H
  * side remembers large D2Hs before it knows the kind of their host memory
  * (watch.h), so a pinned range below the pinned minimum is told apart
- * here, when a remembered D2H may be about to gain evidence, and never
- * arms the predictor. */
+ * here, when a remembered D2H is about to gain evidence, and never arms
+ * the predictor. */
 static bool host_may_bounce(const struct p2pshim_config *cfg, const void *host, size_t bytes)
 {
     struct owner_info h;
@@ -279,8 +279,13 @@ bool bounce_h2d(const struct copy_call *call, bool sync, CUdeviceptr dst, const 
     if (serve(call, sync, dst, host, bytes, rc))
         return true;
     const struct p2pshim_config *cfg = config_get();
+    uintptr_t lo;
+    size_t len;
+    /* The normal way: maybe a seen bounce. Its D2H's host memory is looked
+     * up only then, not for every H2D while some D2H is remembered. */
     if (cfg->mode == P2PSHIM_MODE_UPGRADE && cfg->bounce != P2PSHIM_BOUNCE_OFF &&
-        evidence_h2d_wanted() && host_may_bounce(cfg, host, bytes))
-        evidence_h2d(host, bytes); /* the normal way: maybe a seen bounce */
+        evidence_h2d_inside(host, bytes, &lo, &len) &&
+        host_may_bounce(cfg, (const void *)lo, len))
+        evidence_h2d(host, bytes);
     return false;
 }

@@ -167,6 +167,22 @@ int predict_h2d(struct predict_table *t, uintptr_t host, size_t bytes, size_t *o
     return -1;
 }
 
+bool predict_h2d_inside(const struct predict_table *t, uintptr_t host, size_t bytes,
+                        uintptr_t *lo, size_t *len)
+{
+    if (t->live_d2h == 0 || bytes == 0)
+        return false;
+    for (int i = 0; i < PREDICT_D2H; i++) {
+        const struct predict_d2h *r = &t->d2h[i];
+        if (r->hi == 0 || !(r->lo < host + bytes && host < r->hi))
+            continue;
+        *lo = r->lo;
+        *len = r->hi - r->lo;
+        return r->lo <= host && host + bytes <= r->hi;
+    }
+    return false;
+}
+
 unsigned predict_outcome(struct predict_table *t, const struct predict_pair *p, bool useful)
 {
     const struct predict_key *k[2] = {&p->host, &p->dev};

@@ -99,6 +99,11 @@ void predict_forget(struct predict_table *t, uintptr_t host);
  * after it). */
 int predict_h2d(struct predict_table *t, uintptr_t host, size_t bytes, size_t *overlap,
                 bool *seen, bool *armed);
+/* Whether predict_h2d would call the H2D a seen bounce, changing nothing:
+ * it lies inside the first remembered D2H it overlaps, whose host range
+ * is then [*lo, *lo + *len). */
+bool predict_h2d_inside(const struct predict_table *t, uintptr_t host, size_t bytes,
+                        uintptr_t *lo, size_t *len);
 
 /* A snapshot's outcome (useful or wasted) for its D2H's keys. Returns the
  * new backoff length (0 when useful). */

@@ -113,9 +113,14 @@ bool evidence_d2h_unarmed(uintptr_t host, size_t bytes, CUdeviceptr src)
     return unarmed;
 }
 
-bool evidence_h2d_wanted(void)
+bool evidence_h2d_inside(const void *host, size_t bytes, uintptr_t *lo, size_t *len)
 {
-    return atomic_load_explicit(&live, memory_order_relaxed) != 0;
+    if (atomic_load_explicit(&live, memory_order_relaxed) == 0 || host == NULL)
+        return false;
+    pthread_mutex_lock(&watch_mu);
+    bool inside = predict_h2d_inside(&table, (uintptr_t)host, bytes, lo, len);
+    pthread_mutex_unlock(&watch_mu);
+    return inside;
 }
 
 void evidence_h2d(const void *host, size_t bytes)

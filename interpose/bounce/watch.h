@@ -19,9 +19,10 @@ bool evidence_d2h_unarmed(uintptr_t host, size_t bytes, CUdeviceptr src);
  * lies inside a remembered D2H (counted as seen_plain). One relaxed load
  * while nothing is remembered. */
 void evidence_h2d(const void *host, size_t bytes);
-/* Whether any D2H is remembered (one relaxed load): an H2D can be a seen
- * bounce only then. */
-bool evidence_h2d_wanted(void);
+/* Whether the H2D would be a seen bounce (changing nothing): it lies
+ * inside a remembered D2H, whose host range is [*lo, *lo + *len). One
+ * relaxed load while nothing is remembered. */
+bool evidence_h2d_inside(const void *host, size_t bytes, uintptr_t *lo, size_t *len);
 /* A snapshot's outcome (s->judged set by the caller). */
 void evidence_outcome(const struct predict_pair *keys, bool useful);
 /* free(host): remembered D2Hs starting there are forgotten. */

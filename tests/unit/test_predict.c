@@ -52,9 +52,20 @@ static void run(const char *name, const struct step *steps)
             last = p;
             break;
         }
-        case H2D:
+        case H2D: {
+            /* The question without the change must answer as the change
+             * does, and name the D2H it matched. */
+            uintptr_t lo = 0;
+            size_t len = 0;
+            bool inside = predict_h2d_inside(&t, s->host, s->bytes, &lo, &len);
             predict_h2d(&t, s->host, s->bytes, &overlap, &seen, &armed);
+            if (inside != seen || (inside && !(lo <= s->host && s->host + s->bytes <= lo + len))) {
+                printf("FAIL %s step %d: inside %d [%#lx, +%zu), seen %d\n", name, i, inside,
+                       (unsigned long)lo, len, seen);
+                failures++;
+            }
             break;
+        }
         case GOOD:
         case WASTED:
             predict_outcome(&t, &last, s->op == GOOD);
