@@ -1,127 +1,27 @@
-/* p2pshim topo: the CUDA driver side. The driver is loaded at run time,
- * as cudart does (dlopen libcuda.so.1, then cuGetProcAddress_v2): the
- * launcher links no CUDA library, and on a CPU-only machine the stand-in
- * driver of tests/standin serves. cuda.h is used for types only. */
+/* p2pshim topo: the CUDA driver side (the driver loaded at run time:
+ * cuda_api.h). */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <cuda.h>
 
+#include "cuda_api.h"
 #include "topo_internal.h"
 
-typedef CUresult (*gpa_fn)(const char *, void **, int, cuuint64_t,
-                           CUdriverProcAddressQueryResult *);
-
-/* The driver functions used, each with the ABI version it expects. */
-static struct {
-    CUresult (*init)(unsigned);
-    CUresult (*driver_version)(int *);
-    CUresult (*device_count)(int *);
-    CUresult (*device_get)(CUdevice *, int);
-    CUresult (*device_name)(char *, int, CUdevice);
-    CUresult (*device_attribute)(int *, CUdevice_attribute, CUdevice);
-    CUresult (*can_access_peer)(int *, CUdevice, CUdevice);
-    CUresult (*primary_retain)(CUcontext *, CUdevice);
-    CUresult (*ctx_set_current)(CUcontext);
-    CUresult (*mem_alloc)(CUdeviceptr *, size_t);
-    CUresult (*mem_free)(CUdeviceptr);
-    CUresult (*stream_create)(CUstream *, unsigned);
-    CUresult (*stream_destroy)(CUstream);
-    CUresult (*stream_sync)(CUstream);
-    CUresult (*event_create)(CUevent *, unsigned);
-    CUresult (*event_record)(CUevent, CUstream);
-    CUresult (*event_sync)(CUevent);
-    CUresult (*event_destroy)(CUevent);
-    CUresult (*copy_peer_async)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t,
-                                CUstream);
-    CUresult (*enable_peer)(CUcontext, unsigned);
-    CUresult (*disable_peer)(CUcontext);
-    /* Optional: absent from some drivers (and from the stand-in). */
-    CUresult (*pci_bus_id)(char *, int, CUdevice);
-    CUresult (*event_elapsed)(float *, CUevent, CUevent);
-    CUresult (*error_name)(CUresult, const char **);
-    CUresult (*device_uuid)(CUuuid *, CUdevice);
-} cu;
-
-static const char *err_name(CUresult r)
-{
-    static char buf[32];
-    const char *s = NULL;
-    if (cu.error_name != NULL && cu.error_name(r, &s) == CUDA_SUCCESS && s != NULL)
-        return s;
-    snprintf(buf, sizeof buf, "CUDA error %d", (int)r);
-    return buf;
-}
-
-static void *lookup(gpa_fn gpa, const char *name, int version)
-{
-    void *fn = NULL;
-    CUdriverProcAddressQueryResult status;
-    if (gpa(name, &fn, version, CU_GET_PROC_ADDRESS_LEGACY_STREAM, &status) != CUDA_SUCCESS)
-        return NULL;
-    return fn;
-}
-
-#define REQUIRE(field, name, version)                                          \
-    do {                                                                       \
-        *(void **)&cu.field = lookup(gpa, name, version);                      \
-        if (cu.field == NULL) {                                                \
-            snprintf(why, why_len, "the CUDA driver has no %s", name);        \
-            return false;                                                      \
-        }                                                                      \
-    } while (0)
+static const struct launcher_cuda *cu;
 
 static bool load_driver(char *why, size_t why_len)
 {
-    if (cu.init != NULL)
-        return true;
-    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (lib == NULL) {
-        snprintf(why, why_len, "no CUDA driver (%s)", dlerror());
-        return false;
-    }
-    gpa_fn gpa = (gpa_fn)dlsym(lib, "cuGetProcAddress_v2");
-    if (gpa == NULL) {
-        snprintf(why, why_len, "the CUDA driver is too old (no cuGetProcAddress_v2)");
-        return false;
-    }
-    *(void **)&cu.pci_bus_id = lookup(gpa, "cuDeviceGetPCIBusId", 4010);
-    /* 12080 gives cuEventElapsedTime_v2 where it exists, the first
-     * version (same signature) on older drivers. */
-    *(void **)&cu.event_elapsed = lookup(gpa, "cuEventElapsedTime", 12080);
-    *(void **)&cu.error_name = lookup(gpa, "cuGetErrorName", 6000);
-    *(void **)&cu.device_uuid = lookup(gpa, "cuDeviceGetUuid", 11040);
-    REQUIRE(driver_version, "cuDriverGetVersion", 2020);
-    REQUIRE(device_count, "cuDeviceGetCount", 2000);
-    REQUIRE(device_get, "cuDeviceGet", 2000);
-    REQUIRE(device_name, "cuDeviceGetName", 2000);
-    REQUIRE(device_attribute, "cuDeviceGetAttribute", 2000);
-    REQUIRE(can_access_peer, "cuDeviceCanAccessPeer", 4000);
-    REQUIRE(primary_retain, "cuDevicePrimaryCtxRetain", 7000);
-    REQUIRE(ctx_set_current, "cuCtxSetCurrent", 4000);
-    REQUIRE(mem_alloc, "cuMemAlloc", 3020);
-    REQUIRE(mem_free, "cuMemFree", 3020);
-    REQUIRE(stream_create, "cuStreamCreate", 2000);
-    REQUIRE(stream_destroy, "cuStreamDestroy", 4000);
-    REQUIRE(stream_sync, "cuStreamSynchronize", 2000);
-    REQUIRE(event_create, "cuEventCreate", 2000);
-    REQUIRE(event_record, "cuEventRecord", 2000);
-    REQUIRE(event_sync, "cuEventSynchronize", 2000);
-    REQUIRE(event_destroy, "cuEventDestroy", 4000);
-    REQUIRE(copy_peer_async, "cuMemcpyPeerAsync", 4000);
-    REQUIRE(enable_peer, "cuCtxEnablePeerAccess", 4000);
-    REQUIRE(disable_peer, "cuCtxDisablePeerAccess", 4000);
-    REQUIRE(init, "cuInit", 2000); /* last: it marks the table complete */
-    return true;
+    cu = launcher_cuda(why, why_len);
+    return cu != NULL;
 }
 
 #define CU_CHECK(call)                                                         \
     do {                                                                       \
         CUresult r_ = (call);                                                  \
         if (r_ != CUDA_SUCCESS) {                                              \
-            snprintf(why, why_len, "%s failed: %s", #call, err_name(r_));      \
+            snprintf(why, why_len, "%s failed: %s", #call, launcher_cuda_error(r_));      \
             return false;                                                      \
         }                                                                      \
     } while (0)
@@ -131,14 +31,14 @@ static bool load_driver(char *why, size_t why_len)
 static bool device_pci(struct topo_device *d, CUdevice dev, char *why, size_t why_len)
 {
     int domain = 0, bus = 0, slot = 0;
-    CU_CHECK(cu.device_attribute(&domain, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, dev));
-    CU_CHECK(cu.device_attribute(&bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, dev));
-    CU_CHECK(cu.device_attribute(&slot, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, dev));
+    CU_CHECK(cu->device_attribute(&domain, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, dev));
+    CU_CHECK(cu->device_attribute(&bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, dev));
+    CU_CHECK(cu->device_attribute(&slot, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, dev));
     d->domain = (unsigned)domain;
     d->bus = (unsigned)bus;
     d->device = (unsigned)slot;
     char id[sizeof d->pci];
-    if (cu.pci_bus_id != NULL && cu.pci_bus_id(id, (int)sizeof id, dev) == CUDA_SUCCESS) {
+    if (cu->pci_bus_id != NULL && cu->pci_bus_id(id, (int)sizeof id, dev) == CUDA_SUCCESS) {
         for (char *p = id; *p; p++)
             if (*p >= 'A' && *p <= 'F')
                 *p = (char)(*p - 'A' + 'a');
@@ -156,7 +56,7 @@ static void device_uuid(struct topo_device *d, CUdevice dev)
 {
     CUuuid u;
     d->uuid[0] = '\0';
-    if (cu.device_uuid == NULL || cu.device_uuid(&u, dev) != CUDA_SUCCESS)
+    if (cu->device_uuid == NULL || cu->device_uuid(&u, dev) != CUDA_SUCCESS)
         return;
     const unsigned char *b = (const unsigned char *)u.bytes;
     snprintf(d->uuid, sizeof d->uuid,
@@ -169,20 +69,20 @@ bool topo_cuda_query(struct topo *t, char *why, size_t why_len)
 {
     if (!load_driver(why, why_len))
         return false;
-    CUresult r = cu.init(0);
+    CUresult r = cu->init(0);
     if (r == CUDA_ERROR_NO_DEVICE) {
-        snprintf(why, why_len, "no CUDA device (cuInit: %s)", err_name(r));
+        snprintf(why, why_len, "no CUDA device (cuInit: %s)", launcher_cuda_error(r));
         return false;
     }
     CU_CHECK(r);
-    CU_CHECK(cu.driver_version(&t->driver_version));
-    CU_CHECK(cu.device_count(&t->ndev));
+    CU_CHECK(cu->driver_version(&t->driver_version));
+    CU_CHECK(cu->device_count(&t->ndev));
     if (t->ndev > TOPO_MAX_DEVICES)
         t->ndev = TOPO_MAX_DEVICES;
     for (int i = 0; i < t->ndev; i++) {
         CUdevice dev;
-        CU_CHECK(cu.device_get(&dev, i));
-        CU_CHECK(cu.device_name(t->dev[i].name, (int)sizeof t->dev[i].name, dev));
+        CU_CHECK(cu->device_get(&dev, i));
+        CU_CHECK(cu->device_name(t->dev[i].name, (int)sizeof t->dev[i].name, dev));
         if (!device_pci(&t->dev[i], dev, why, why_len))
             return false;
         device_uuid(&t->dev[i], dev);
@@ -194,7 +94,7 @@ bool topo_cuda_query(struct topo *t, char *why, size_t why_len)
             l->staged_gbps = l->peer_gbps = -1;
             int can = 0;
             if (i != j)
-                CU_CHECK(cu.can_access_peer(&can, i, j));
+                CU_CHECK(cu->can_access_peer(&can, i, j));
             l->can_peer = can != 0;
         }
     return true;
@@ -210,7 +110,7 @@ static void na_reason(char *out, size_t len, const char *what, CUresult r)
     else if (r == CUDA_ERROR_TOO_MANY_PEERS)
         snprintf(out, len, "too many peers");
     else
-        snprintf(out, len, "%s: %s", what, err_name(r));
+        snprintf(out, len, "%s: %s", what, launcher_cuda_error(r));
 }
 
 /* Times reps copies src -> dst on a stream of src's context (current):
@@ -221,30 +121,30 @@ static void time_copies(CUstream s, CUdeviceptr dst, CUcontext dctx, CUdeviceptr
                         size_t na_len)
 {
     CUevent start = NULL, stop = NULL;
-    CUresult r = cu.copy_peer_async(dst, dctx, src, sctx, bytes, s);
+    CUresult r = cu->copy_peer_async(dst, dctx, src, sctx, bytes, s);
     *gbps = -1;
     if (r == CUDA_SUCCESS)
-        r = cu.stream_sync(s);
-    if (r == CUDA_SUCCESS && (r = cu.event_create(&start, CU_EVENT_DEFAULT)) == CUDA_SUCCESS)
-        r = cu.event_create(&stop, CU_EVENT_DEFAULT);
+        r = cu->stream_sync(s);
+    if (r == CUDA_SUCCESS && (r = cu->event_create(&start, CU_EVENT_DEFAULT)) == CUDA_SUCCESS)
+        r = cu->event_create(&stop, CU_EVENT_DEFAULT);
     if (r == CUDA_SUCCESS)
-        r = cu.event_record(start, s);
+        r = cu->event_record(start, s);
     for (int k = 0; r == CUDA_SUCCESS && k < reps; k++)
-        r = cu.copy_peer_async(dst, dctx, src, sctx, bytes, s);
-    if (r == CUDA_SUCCESS && (r = cu.event_record(stop, s)) == CUDA_SUCCESS)
-        r = cu.event_sync(stop);
+        r = cu->copy_peer_async(dst, dctx, src, sctx, bytes, s);
+    if (r == CUDA_SUCCESS && (r = cu->event_record(stop, s)) == CUDA_SUCCESS)
+        r = cu->event_sync(stop);
     float ms = 0;
     if (r != CUDA_SUCCESS)
         na_reason(na, na_len, "copy failed", r);
-    else if (cu.event_elapsed != NULL && cu.event_elapsed(&ms, start, stop) == CUDA_SUCCESS &&
+    else if (cu->event_elapsed != NULL && cu->event_elapsed(&ms, start, stop) == CUDA_SUCCESS &&
              ms > 0)
         *gbps = (double)bytes * reps / ((double)ms * 1e6);
     else
         snprintf(na, na_len, "cannot time (no event timer)");
     if (start != NULL)
-        cu.event_destroy(start);
+        cu->event_destroy(start);
     if (stop != NULL)
-        cu.event_destroy(stop);
+        cu->event_destroy(stop);
 }
 
 /* What the measurement holds per device: its context, buffer and stream,
@@ -258,19 +158,19 @@ struct measure_dev {
 
 static void setup_device(struct measure_dev *m, int i, size_t bytes)
 {
-    CUresult r = cu.primary_retain(&m->ctx, i);
+    CUresult r = cu->primary_retain(&m->ctx, i);
     if (r == CUDA_SUCCESS)
-        r = cu.ctx_set_current(m->ctx);
+        r = cu->ctx_set_current(m->ctx);
     if (r != CUDA_SUCCESS) {
         na_reason(m->why, sizeof m->why, "no context", r);
         return;
     }
-    if ((r = cu.mem_alloc(&m->buf, bytes)) != CUDA_SUCCESS) {
+    if ((r = cu->mem_alloc(&m->buf, bytes)) != CUDA_SUCCESS) {
         m->buf = 0;
         na_reason(m->why, sizeof m->why, "cannot allocate", r);
         return;
     }
-    if ((r = cu.stream_create(&m->stream, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS)
+    if ((r = cu->stream_create(&m->stream, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS)
         na_reason(m->why, sizeof m->why, "no stream", r);
 }
 
@@ -283,7 +183,7 @@ static void measure_peer(struct topo_link *l, struct measure_dev *src, struct me
         snprintf(l->peer_why, sizeof l->peer_why, "no peer access");
         return;
     }
-    CUresult r = cu.enable_peer(dst->ctx, 0);
+    CUresult r = cu->enable_peer(dst->ctx, 0);
     if (r != CUDA_SUCCESS && r != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) {
         /* Reported peer-capable, yet the enable fails (too many peers, a
          * broken platform): no peer figure. */
@@ -292,7 +192,7 @@ static void measure_peer(struct topo_link *l, struct measure_dev *src, struct me
     }
     time_copies(src->stream, dst->buf, dst->ctx, src->buf, src->ctx, bytes, reps,
                 &l->peer_gbps, l->peer_why, sizeof l->peer_why);
-    cu.disable_peer(dst->ctx);
+    cu->disable_peer(dst->ctx);
 }
 
 bool topo_cuda_measure(struct topo *t, size_t bytes, int reps, topo_progress_fn progress,
@@ -325,7 +225,7 @@ bool topo_cuda_measure(struct topo *t, size_t bytes, int reps, topo_progress_fn 
                 step += l->can_peer ? 2 : 1;
                 continue;
             }
-            cu.ctx_set_current(m[i].ctx);
+            cu->ctx_set_current(m[i].ctx);
             if (progress)
                 progress(++step, steps, i, j, "staged");
             time_copies(m[i].stream, m[j].buf, m[j].ctx, m[i].buf, m[i].ctx, bytes, reps,
@@ -335,12 +235,12 @@ bool topo_cuda_measure(struct topo *t, size_t bytes, int reps, topo_progress_fn 
             measure_peer(l, &m[i], &m[j], bytes, reps);
         }
     for (int i = 0; i < t->ndev; i++) {
-        if (m[i].ctx == NULL || cu.ctx_set_current(m[i].ctx) != CUDA_SUCCESS)
+        if (m[i].ctx == NULL || cu->ctx_set_current(m[i].ctx) != CUDA_SUCCESS)
             continue;
         if (m[i].stream != NULL)
-            cu.stream_destroy(m[i].stream);
+            cu->stream_destroy(m[i].stream);
         if (m[i].buf != 0)
-            cu.mem_free(m[i].buf);
+            cu->mem_free(m[i].buf);
     }
     t->measured = true;
     t->bytes = bytes;

@@ -5,7 +5,6 @@
  * would. The same code decides as for any program; nothing here measures
  * a link on its own. The driver is loaded at run time, as topo does. */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,67 +15,28 @@
 #include <cuda.h>
 
 #include "cli.h"
+#include "cuda_api.h"
 #include "launcher.h"
 #include "run_env.h"
 #include "trust_cmd.h"
 #include "trust_file.h"
 
-typedef CUresult (*gpa_fn)(const char *, void **, int, cuuint64_t,
-                           CUdriverProcAddressQueryResult *);
+static const struct launcher_cuda *cu;
 
-static struct {
-    CUresult (*init)(unsigned);
-    CUresult (*driver_version)(int *);
-    CUresult (*device_count)(int *);
-    CUresult (*uuid)(CUuuid *, CUdevice);
-    CUresult (*bus_id)(char *, int, CUdevice);
-    CUresult (*can_access_peer)(int *, CUdevice, CUdevice);
-    CUresult (*primary_retain)(CUcontext *, CUdevice);
-    CUresult (*ctx_set_current)(CUcontext);
-    CUresult (*mem_alloc)(CUdeviceptr *, size_t);
-    CUresult (*mem_free)(CUdeviceptr);
-    CUresult (*copy_peer)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t);
-} cu;
-
+/* The driver, loaded and initialised; false with a reason in why. */
 static bool load_driver(char *why, size_t why_len)
 {
-    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (lib == NULL) {
-        snprintf(why, why_len, "no CUDA driver (%s)", dlerror());
+    cu = launcher_cuda(why, why_len);
+    if (cu == NULL)
+        return false;
+    if (cu->device_uuid == NULL || cu->pci_bus_id == NULL) {
+        snprintf(why, why_len, "the CUDA driver cannot name its devices "
+                 "(no cuDeviceGetUuid_v2 or cuDeviceGetPCIBusId)");
         return false;
     }
-    gpa_fn gpa = (gpa_fn)dlsym(lib, "cuGetProcAddress_v2");
-    static const struct {
-        const char *name;
-        int version;
-        size_t offset;
-    } want[] = {
-#define FN(field, name, version) {name, version, offsetof(__typeof__(cu), field)}
-        FN(init, "cuInit", 2000), FN(driver_version, "cuDriverGetVersion", 2020),
-        FN(device_count, "cuDeviceGetCount", 2000), FN(uuid, "cuDeviceGetUuid", 9020),
-        FN(bus_id, "cuDeviceGetPCIBusId", 4010),
-        FN(can_access_peer, "cuDeviceCanAccessPeer", 4000),
-        FN(primary_retain, "cuDevicePrimaryCtxRetain", 7000),
-        FN(ctx_set_current, "cuCtxSetCurrent", 4000), FN(mem_alloc, "cuMemAlloc", 3020),
-        FN(mem_free, "cuMemFree", 3020), FN(copy_peer, "cuMemcpyPeer", 4000),
-#undef FN
-    };
-    for (size_t i = 0; gpa != NULL && i < sizeof want / sizeof want[0]; i++) {
-        void **slot = (void **)((char *)&cu + want[i].offset);
-        CUdriverProcAddressQueryResult status;
-        if (gpa(want[i].name, slot, want[i].version, CU_GET_PROC_ADDRESS_LEGACY_STREAM,
-                &status) != CUDA_SUCCESS || *slot == NULL) {
-            snprintf(why, why_len, "the CUDA driver has no %s", want[i].name);
-            return false;
-        }
-    }
-    if (gpa == NULL) {
-        snprintf(why, why_len, "the CUDA driver is too old (no cuGetProcAddress_v2)");
-        return false;
-    }
-    CUresult r = cu.init(0);
+    CUresult r = cu->init(0);
     if (r != CUDA_SUCCESS) {
-        snprintf(why, why_len, "cuInit failed (CUDA error %d)", (int)r);
+        snprintf(why, why_len, "cuInit failed (%s)", launcher_cuda_error(r));
         return false;
     }
     return true;
@@ -91,16 +51,16 @@ void trust_here_query(struct trust_here *h)
     if (!load_driver(h->driver_why, sizeof h->driver_why))
         return;
     int n = 0;
-    if (cu.driver_version(&h->driver_version) != CUDA_SUCCESS ||
-        cu.device_count(&n) != CUDA_SUCCESS) {
+    if (cu->driver_version(&h->driver_version) != CUDA_SUCCESS ||
+        cu->device_count(&n) != CUDA_SUCCESS) {
         snprintf(h->driver_why, sizeof h->driver_why, "the CUDA driver does not answer");
         return;
     }
     h->ndev = n < P2PSHIM_MAX_DEVICES ? n : P2PSHIM_MAX_DEVICES;
     for (int d = 0; d < h->ndev; d++) {
         CUuuid u;
-        if (cu.uuid(&u, d) != CUDA_SUCCESS ||
-            cu.bus_id(h->bus[d], (int)sizeof h->bus[d], d) != CUDA_SUCCESS) {
+        if (cu->device_uuid(&u, d) != CUDA_SUCCESS ||
+            cu->pci_bus_id(h->bus[d], (int)sizeof h->bus[d], d) != CUDA_SUCCESS) {
             snprintf(h->driver_why, sizeof h->driver_why, "the driver cannot name device %d",
                      d);
             return;
@@ -122,17 +82,17 @@ static bool copy_pair(int a, int b)
 {
     CUcontext ca, cb;
     CUdeviceptr src = 0, dst = 0;
-    bool ok = cu.primary_retain(&ca, a) == CUDA_SUCCESS &&
-              cu.primary_retain(&cb, b) == CUDA_SUCCESS &&
-              cu.ctx_set_current(cb) == CUDA_SUCCESS &&
-              cu.mem_alloc(&dst, PROBE_BYTES) == CUDA_SUCCESS &&
-              cu.ctx_set_current(ca) == CUDA_SUCCESS &&
-              cu.mem_alloc(&src, PROBE_BYTES) == CUDA_SUCCESS &&
-              cu.copy_peer(dst, cb, src, ca, PROBE_BYTES) == CUDA_SUCCESS;
+    bool ok = cu->primary_retain(&ca, a) == CUDA_SUCCESS &&
+              cu->primary_retain(&cb, b) == CUDA_SUCCESS &&
+              cu->ctx_set_current(cb) == CUDA_SUCCESS &&
+              cu->mem_alloc(&dst, PROBE_BYTES) == CUDA_SUCCESS &&
+              cu->ctx_set_current(ca) == CUDA_SUCCESS &&
+              cu->mem_alloc(&src, PROBE_BYTES) == CUDA_SUCCESS &&
+              cu->copy_peer(dst, cb, src, ca, PROBE_BYTES) == CUDA_SUCCESS;
     if (src != 0)
-        cu.mem_free(src);
-    if (dst != 0 && cu.ctx_set_current(cb) == CUDA_SUCCESS)
-        cu.mem_free(dst);
+        cu->mem_free(src);
+    if (dst != 0 && cu->ctx_set_current(cb) == CUDA_SUCCESS)
+        cu->mem_free(dst);
     return ok;
 }
 
@@ -144,13 +104,13 @@ int trust_probe_pairs(void)
         return LAUNCHER_EXIT_FAILURE;
     }
     int n = 0, pairs = 0, failed = 0;
-    if (cu.device_count(&n) != CUDA_SUCCESS)
+    if (cu->device_count(&n) != CUDA_SUCCESS)
         n = 0;
     for (int a = 0; a < n && a < P2PSHIM_MAX_DEVICES; a++)
         for (int b = a + 1; b < n && b < P2PSHIM_MAX_DEVICES; b++) {
             int ab = 0, ba = 0;
-            cu.can_access_peer(&ab, a, b);
-            cu.can_access_peer(&ba, b, a);
+            cu->can_access_peer(&ab, a, b);
+            cu->can_access_peer(&ba, b, a);
             if (!ab && !ba)
                 continue;
             pairs++;
