@@ -116,6 +116,39 @@ static size_t free_on(CUcontext c)
     return fr;
 }
 
+/* A mapping of gran bytes on device d (cuMemCreate, reserve, map, and the
+ * handle released, as ggml does: the mapping holds it), granted to the
+ * nacc devices of acc. */
+static CUdeviceptr map_on(int d, size_t gran, const CUmemAccessDesc *acc, int nacc)
+{
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = d;
+    CUmemGenericAllocationHandle h;
+    CUdeviceptr va = 0;
+    pl_use(env.ctx[d]);
+    PL_OK(cuMemCreate(&h, gran, &prop, 0));
+    PL_OK(cuMemAddressReserve(&va, gran, 0, 0, 0));
+    PL_OK(cuMemMap(va, gran, 0, h, 0));
+    PL_OK(cuMemRelease(h));
+    PL_OK(cuMemSetAccess(va, gran, acc, (size_t)nacc));
+    return va;
+}
+
+/* The mapping size: the driver's granularity, at least N. */
+static size_t map_size(void)
+{
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    size_t gran = 0;
+    PL_OK(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    return gran < N ? (N + gran - 1) / gran * gran : gran;
+}
+
 /* Mapped memory on devices 0 and 1, each granted to its owner only. Round
  * 0: the shim's aliases carry the copies over the link (one enable, 0->1);
  * cuMemGetAccess answers as before and nobody but the program set access.
@@ -126,29 +159,16 @@ static uint64_t mapped(uint64_t enables)
 {
     CUcontext c0 = env.ctx[0], c1 = env.ctx[1];
     CUdeviceptr d1 = pl_alloc(c1, N);
-    CUmemAllocationProp prop;
-    memset(&prop, 0, sizeof prop);
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    size_t gran = 0;
-    PL_OK(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
-    if (gran < N)
-        gran = (N + gran - 1) / gran * gran;
+    size_t gran = map_size();
     size_t free0 = free_on(c0), free1 = free_on(c1);
-    CUmemGenericAllocationHandle h[2];
     CUdeviceptr va[2] = {0, 0};
     for (int d = 0; d < 2; d++) {
         CUmemAccessDesc acc;
         memset(&acc, 0, sizeof acc);
-        prop.location.id = d;
-        acc.location = prop.location;
+        acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        acc.location.id = d;
         acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-        pl_use(env.ctx[d]);
-        PL_OK(cuMemCreate(&h[d], gran, &prop, 0));
-        PL_OK(cuMemAddressReserve(&va[d], gran, 0, 0, 0));
-        PL_OK(cuMemMap(va[d], gran, 0, h[d], 0));
-        PL_OK(cuMemRelease(h[d])); /* as ggml does: the mapping holds it */
-        PL_OK(cuMemSetAccess(va[d], gran, &acc, 1));
+        va[d] = map_on(d, gran, &acc, 1);
     }
     unsigned access0 = access_of(va[0]), access1 = access_of(va[1]);
     PL_EXPECT(access0 == 0x03 && access1 == 0x30, "access before: %#x %#x", access0, access1);
@@ -218,15 +238,7 @@ static uint64_t mapped(uint64_t enables)
  * address reserved, nothing mapped but the program's own). */
 static void mapped_granted(void)
 {
-    CUmemAllocationProp prop;
-    memset(&prop, 0, sizeof prop);
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    size_t gran = 0;
-    PL_OK(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
-    if (gran < N)
-        gran = (N + gran - 1) / gran * gran;
-    CUdeviceptr va[2] = {0, 0};
+    size_t gran = map_size();
     CUmemAccessDesc acc[2];
     memset(acc, 0, sizeof acc);
     for (int d = 0; d < 2; d++) {
@@ -234,16 +246,7 @@ static void mapped_granted(void)
         acc[d].location.id = d;
         acc[d].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     }
-    for (int d = 0; d < 2; d++) {
-        CUmemGenericAllocationHandle h;
-        prop.location.id = d;
-        pl_use(env.ctx[d]);
-        PL_OK(cuMemCreate(&h, gran, &prop, 0));
-        PL_OK(cuMemAddressReserve(&va[d], gran, 0, 0, 0));
-        PL_OK(cuMemMap(va[d], gran, 0, h, 0));
-        PL_OK(cuMemRelease(h));
-        PL_OK(cuMemSetAccess(va[d], gran, acc, 2));
-    }
+    CUdeviceptr va[2] = {map_on(0, gran, acc, 2), map_on(1, gran, acc, 2)};
     pl_fill(env.ctx[0], va[0], N, ++seed);
     uint64_t reserves = standin_calls("cuMemAddressReserve"), maps = standin_calls("cuMemMap");
     struct standin_stats s0, s1;
