@@ -71,7 +71,7 @@ static uint32_t refill(void *src, size_t n, int round)
 static void emit_size(const harm_opts *o, const char *row, size_t n, const char *metrics,
                       int ok)
 {
-    char fields[400];
+    char fields[400 + MAX_ROUNDS * 12];
     snprintf(fields, sizeof fields, "\"bytes\":%zu,\"rounds\":%d,%s", n, o->rounds, metrics);
     harm_emit(row, o->label, fields, ok);
 }
@@ -336,11 +336,23 @@ static int row_bounce(const harm_opts *o, void *src, size_t n)
     CK(cudaSetDevice(o->b));
     CK(cudaFree(dst));
     CK(cudaSetDevice(o->a));
-    char m[160];
-    double first = t[0];
-    snprintf(m, sizeof m, "\"pair\":[%d,%d],\"memory\":\"%s\",\"touch\":\"%s\","
-             "\"first_ms\":%.4f,\"steady_ms\":%.4f", o->a, o->b, o->memory, o->touch, first,
-             o->rounds > 1 ? harm_median(t + 1, o->rounds - 1) : first);
+    /* steady_ms is the median of rounds 2..N (the steady state); mean_ms
+     * their mean, which a back-off probe's extra cost moves and a user's
+     * total time is made of; round_ms every round. */
+    char m[160 + MAX_ROUNDS * 12];
+    double first = t[0], mean = first;
+    if (o->rounds > 1) {
+        mean = 0;
+        for (int r = 1; r < o->rounds; r++)
+            mean += t[r] / (o->rounds - 1);
+    }
+    int len = snprintf(m, sizeof m, "\"pair\":[%d,%d],\"memory\":\"%s\",\"touch\":\"%s\","
+                       "\"first_ms\":%.4f,\"steady_ms\":%.4f,\"mean_ms\":%.4f,\"round_ms\":[",
+                       o->a, o->b, o->memory, o->touch, first,
+                       o->rounds > 1 ? harm_median(t + 1, o->rounds - 1) : first, mean);
+    for (int r = 0; r < o->rounds; r++)
+        len += snprintf(m + len, sizeof m - (size_t)len, "%s%.3f", r ? "," : "", t[r]);
+    snprintf(m + len, sizeof m - (size_t)len, "]");
     emit_size(o, row, n, m, ok);
     return ok;
 }

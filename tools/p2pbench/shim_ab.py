@@ -26,6 +26,9 @@ def main(argv):
     p.add_argument("--harmbench", required=True)
     p.add_argument("--shim", action="append", default=[], metavar="NAME=PATH",
                    help="a library to compare (repeatable)")
+    p.add_argument("--env", action="append", default=[], metavar="NAME:VAR=VALUE",
+                   help="set VAR for arm NAME only (repeatable; NAME may repeat a library "
+                        "under another --shim name)")
     p.add_argument("--procs", type=int, default=6)
     p.add_argument("--metric", default="steady_ms", help="the JSON member to compare")
     p.add_argument("args", nargs=argparse.REMAINDER, help="-- then harmbench's arguments")
@@ -38,7 +41,16 @@ def main(argv):
             print("shim_ab: --shim %s: expected NAME=PATH of an existing file" % s)
             return 2
         arms.append((name, os.path.abspath(path)))
+    arm_env = {name: {} for name, _ in arms}
+    for e in a.env:
+        name, _, kv = e.partition(":")
+        var, eq, val = kv.partition("=")
+        if name not in arm_env or not eq or not var:
+            print("shim_ab: --env %s: expected NAME:VAR=VALUE of a named arm" % e)
+            return 2
+        arm_env[name][var] = val
     values = {name: [] for name, _ in arms}
+    rounds = {name: [] for name, _ in arms}
     rng = random.Random(1)
     for _ in range(a.procs):
         order = list(arms)
@@ -48,6 +60,7 @@ def main(argv):
             env.pop("LD_PRELOAD", None)
             if lib:
                 env["LD_PRELOAD"] = lib
+            env.update(arm_env[name])
             out = subprocess.run([a.harmbench] + args, env=env, capture_output=True, text=True,
                                  timeout=600)
             if out.returncode != 0:
@@ -55,7 +68,10 @@ def main(argv):
                 return 1
             for line in out.stdout.splitlines():
                 if line.startswith("{") and ('"%s"' % a.metric) in line:
-                    values[name].append(json.loads(line)[a.metric])
+                    j = json.loads(line)
+                    values[name].append(j[a.metric])
+                    if "round_ms" in j:
+                        rounds[name].append(j["round_ms"])
     base = statistics.median(values["noshim"]) if values["noshim"] else None
     for name, v in values.items():
         if not v:
@@ -64,6 +80,10 @@ def main(argv):
         m = statistics.median(v)
         ratio = "" if not base else "  ratio %.3f" % (m / base)
         print("%-10s %s median %.3f%s" % (name, " ".join("%.2f" % x for x in v), m, ratio))
+        if rounds[name]:
+            per = [statistics.median(r[i] for r in rounds[name])
+                   for i in range(min(len(r) for r in rounds[name]))]
+            print("%-10s each round's median: %s" % ("", " ".join("%.1f" % x for x in per)))
     return 0
 
 
