@@ -5,7 +5,32 @@
 
 void predict_init(struct predict_table *t)
 {
-    memset(t, 0, sizeof *t);
+    memset(t->keys, 0, sizeof t->keys);
+    memset(t->d2h, 0, sizeof t->d2h);
+    t->next_d2h = t->live_d2h = t->armed = 0;
+    t->clock = 0;
+    for (int i = 0; i < PREDICT_FILTER; i++)
+        atomic_store_explicit(&t->host_starts[i], 0, memory_order_relaxed);
+}
+
+static _Atomic uint8_t *bucket(const struct predict_table *t, uintptr_t host)
+{
+    uint64_t h = (uint64_t)host * 0x9e3779b97f4a7c15ull; /* Fibonacci hashing */
+    return (_Atomic uint8_t *)&t->host_starts[h >> 55]; /* the top 9 bits: 512 buckets */
+}
+
+/* One more (+1) or one fewer (-1) thing predict_forget acts on at host.
+ * Serialised writers: a load and a store, never a read-modify-write. */
+static void filter_add(struct predict_table *t, uintptr_t host, int delta)
+{
+    _Atomic uint8_t *b = bucket(t, host);
+    uint8_t n = atomic_load_explicit(b, memory_order_relaxed);
+    atomic_store_explicit(b, (uint8_t)(n + delta), memory_order_relaxed);
+}
+
+bool predict_may_forget(const struct predict_table *t, uintptr_t host)
+{
+    return atomic_load_explicit(bucket(t, host), memory_order_relaxed) != 0;
 }
 
 struct predict_pair predict_pair_of(uintptr_t host, size_t bytes, uintptr_t src)
@@ -63,7 +88,11 @@ static struct predict_entry *find_or_add(struct predict_table *t, const struct p
             if (t->keys[i].key.kind == 0 || t->keys[i].stamp < e->stamp)
                 e = &t->keys[i];
         set_state(t, e, false, 0, 0);
+        if (e->key.kind == PK_HOST)
+            filter_add(t, e->key.addr, -1);
         e->key = *k;
+        if (k->kind == PK_HOST)
+            filter_add(t, k->addr, +1);
     }
     if (e != NULL)
         e->stamp = ++t->clock;
@@ -94,6 +123,7 @@ static void forget_slot(struct predict_table *t, struct predict_d2h *r)
     if (r->hi != 0) {
         r->hi = 0;
         t->live_d2h--;
+        filter_add(t, r->lo, -1);
     }
 }
 
@@ -114,7 +144,10 @@ void predict_remember(struct predict_table *t, uintptr_t host, size_t bytes, uin
     struct predict_d2h *r = &t->d2h[t->next_d2h++ % PREDICT_D2H];
     if (r->hi == 0)
         t->live_d2h++;
+    else
+        filter_add(t, r->lo, -1);
     *r = (struct predict_d2h){host, host + bytes, src, dev};
+    filter_add(t, host, +1);
 }
 
 void predict_forget(struct predict_table *t, uintptr_t host)
@@ -122,11 +155,13 @@ void predict_forget(struct predict_table *t, uintptr_t host)
     for (int i = 0; i < PREDICT_D2H && t->live_d2h != 0; i++)
         if (t->d2h[i].hi != 0 && t->d2h[i].lo == host)
             forget_slot(t, &t->d2h[i]);
-    for (int i = 0; i < PREDICT_KEYS && t->armed != 0; i++) {
+    /* Every host key there, armed or not: the filter counts them all. */
+    for (int i = 0; i < PREDICT_KEYS && predict_may_forget(t, host); i++) {
         struct predict_entry *e = &t->keys[i];
         if (e->key.kind == PK_HOST && e->key.addr == host) {
             set_state(t, e, false, 0, 0);
             e->key.kind = 0;
+            filter_add(t, host, -1);
         }
     }
 }

@@ -24,6 +24,7 @@
 #ifndef P2PSHIM_BOUNCE_PREDICT_H
 #define P2PSHIM_BOUNCE_PREDICT_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -31,6 +32,8 @@
 #define PREDICT_KEYS 64
 #define PREDICT_D2H 64
 #define PREDICT_BACKOFF_MAX 256
+/* Buckets of the host-start filter (a power of two). */
+#define PREDICT_FILTER 512
 
 enum predict_kind { PK_HOST = 1, PK_DEVICE = 2 };
 
@@ -66,6 +69,13 @@ struct predict_table {
     unsigned live_d2h;       /* remembered D2Hs */
     unsigned armed;          /* keys with evidence or skips: 0 lets a query return at once */
     uint64_t clock;
+    /* How many remembered D2Hs start, and host keys sit, at an address
+     * hashing to each bucket: what predict_forget can act on. Written by
+     * the serialised functions, read without the lock by
+     * predict_may_forget (relaxed: a program frees a buffer only after
+     * the copy into it returned, which orders the two). At most
+     * PREDICT_D2H + PREDICT_KEYS in all, so a byte each. */
+    _Atomic uint8_t host_starts[PREDICT_FILTER];
 };
 
 /* A zeroed table is empty and valid; this zeroes one. */
@@ -91,6 +101,10 @@ void predict_overwritten(struct predict_table *t, uintptr_t host, size_t bytes);
 /* free(host): remembered D2Hs starting there, and the host keys there,
  * are forgotten (a new allocation there is a new buffer). */
 void predict_forget(struct predict_table *t, uintptr_t host);
+/* Whether predict_forget(t, host) may change anything; false means it
+ * would not. Needs no lock: free() asks it first, so that a program's
+ * frees of memory the predictor never saw take no lock (one load). */
+bool predict_may_forget(const struct predict_table *t, uintptr_t host);
 
 /* An H2D from [host, host+bytes). Returns the source device of the first
  * remembered D2H it overlaps (-1: none; *overlap: the bytes in common).

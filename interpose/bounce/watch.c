@@ -183,8 +183,7 @@ void watch_h2d(const void *host, size_t bytes, int dst_dev)
 
 void watch_forget(const void *host)
 {
-    if (atomic_load_explicit(&live, memory_order_relaxed) == 0 &&
-        atomic_load_explicit(&armed, memory_order_relaxed) == 0)
+    if (!predict_may_forget(&table, (uintptr_t)host))
         return;
     pthread_mutex_lock(&watch_mu);
     predict_forget(&table, (uintptr_t)host);

@@ -79,6 +79,63 @@ static void run(const char *name, const struct step *steps)
     }
 }
 
+/* Whether predict_forget(t, a) has something to forget at a. */
+static bool holds(const struct predict_table *t, uintptr_t a)
+{
+    for (int i = 0; i < PREDICT_D2H; i++)
+        if (t->d2h[i].hi != 0 && t->d2h[i].lo == a)
+            return true;
+    for (int i = 0; i < PREDICT_KEYS; i++)
+        if (t->keys[i].key.kind == PK_HOST && t->keys[i].key.addr == a)
+            return true;
+    return false;
+}
+
+/* The host-start filter free() asks first: random D2Hs, H2Ds, outcomes
+ * and frees over more addresses than the table holds (so slots and keys
+ * are replaced); after every step, an address with something to forget
+ * must pass the filter, and once everything is forgotten every bucket
+ * must be empty again (no count lost or left behind). */
+static void filter_property(void)
+{
+    enum { ADDRS = 200 };
+    struct predict_table t;
+    predict_init(&t);
+    uint64_t x = 88172645463325252ull;
+    for (int step = 0; step < 20000; step++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        uintptr_t a = H1 + (uintptr_t)(x % ADDRS) * 4096 * 3;
+        size_t n = 4096 * (1 + (x >> 20) % 4), ov;
+        bool seen, armed;
+        struct predict_pair p = predict_pair_of(a, n, S1 + (x >> 30) % 7 * MB);
+        switch ((x >> 40) % 5) {
+        case 0: predict_query(&t, &p); predict_remember(&t, a, n, p.dev.addr, 0); break;
+        case 1: predict_h2d(&t, a, n / 2, &ov, &seen, &armed); break;
+        case 2: predict_outcome(&t, &p, (x >> 50) & 1); break;
+        case 3: predict_forget(&t, a); break;
+        default: predict_overwritten(&t, a, n); break;
+        }
+        for (uintptr_t i = 0; i < ADDRS; i++) {
+            uintptr_t b = H1 + i * 4096 * 3;
+            if (holds(&t, b) && !predict_may_forget(&t, b)) {
+                printf("FAIL filter: step %d: %#lx held but filtered out\n", step,
+                       (unsigned long)b);
+                failures++;
+                return;
+            }
+        }
+    }
+    for (uintptr_t i = 0; i < ADDRS; i++)
+        predict_forget(&t, H1 + i * 4096 * 3);
+    for (int i = 0; i < PREDICT_FILTER; i++)
+        if (atomic_load(&t.host_starts[i]) != 0) {
+            printf("FAIL filter: bucket %d holds %u after every address was forgotten\n", i,
+                   (unsigned)atomic_load(&t.host_starts[i]));
+            failures++;
+            return;
+        }
+}
+
 #define NO PREDICT_NO
 #define YES PREDICT_YES
 #define SKIP PREDICT_SKIPPED
@@ -167,6 +224,7 @@ int main(void)
         printf("FAIL lru: the newest key lost\n");
         failures++;
     }
+    filter_property();
     printf("%s\n", failures ? "test_predict: FAILED" : "test_predict: ok");
     return failures != 0;
 }

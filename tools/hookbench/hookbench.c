@@ -4,6 +4,7 @@
  * subtract. For each kind of call it prints the median over batches of the
  * time per call in ns. Not a test: figures for docs/ and for tuning. */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,40 @@ static void run(const char *what, int kind)
            PER_BATCH);
 }
 
+/* free() is hooked (the host-bounce module must see memory given back):
+ * malloc and free of a small block, on `threads` threads at once, ns per
+ * pair (the wall time of all threads' pairs over their number). */
+#define FREE_THREADS_MAX 4
+
+static void *malloc_free_loop(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < PER_BATCH * 4; i++) {
+        void *p = malloc(64);
+        __asm__ volatile("" : : "r"(p) : "memory");
+        free(p);
+    }
+    return NULL;
+}
+
+static void run_free(const char *what, int threads)
+{
+    double per_pair[BATCHES];
+    pthread_t t[FREE_THREADS_MAX];
+    for (int b = 0; b < BATCHES; b++) {
+        double t0 = now_ns();
+        for (int i = 0; i < threads; i++)
+            if (pthread_create(&t[i], NULL, malloc_free_loop, NULL) != 0)
+                exit(1);
+        for (int i = 0; i < threads; i++)
+            pthread_join(t[i], NULL);
+        per_pair[b] = (now_ns() - t0) / (PER_BATCH * 4.0 * threads);
+    }
+    qsort(per_pair, BATCHES, sizeof per_pair[0], cmp);
+    printf("%-34s %8.1f ns/pair (median of %d batches, %d thread%s)\n", what,
+           per_pair[BATCHES / 2], BATCHES, threads, threads > 1 ? "s" : "");
+}
+
 int main(void)
 {
     CHECK(cuInit(0));
@@ -88,5 +123,18 @@ int main(void)
      * memory) and a device-to-host copy (a bounce candidate). */
     run("cuMemsetD8Async 4 B", 4);
     run("cuMemcpyDtoHAsync 4 B", 5);
+    run_free("malloc+free 64 B", 1);
+    run_free("malloc+free 64 B", FREE_THREADS_MAX);
+    /* A large D2H into host memory: remembered by the shim as a possible
+     * bounce (its bytes may go back to a GPU), which must not make every
+     * later free() of the program pay. */
+    size_t big = 1 << 20;
+    void *h = malloc(big);
+    if (h == NULL)
+        return 1;
+    CHECK(cuMemcpyDtoH_v2(h, a0, big));
+    run_free("malloc+free 64 B after a 1 MiB D2H", 1);
+    run_free("malloc+free 64 B after a 1 MiB D2H", FREE_THREADS_MAX);
+    free(h);
     return 0;
 }
