@@ -282,9 +282,12 @@ bool bounce_h2d(const struct copy_call *call, bool sync, CUdeviceptr dst, const 
     uintptr_t lo;
     size_t len;
     /* The normal way: maybe a seen bounce. Its D2H's host memory is looked
-     * up only then, not for every H2D while some D2H is remembered. */
+     * up only then, not for every H2D while some D2H is remembered. An H2D
+     * smaller than any snapshot worth taking is no evidence, and does not
+     * take the predictor's lock (a program's many small H2Ds of indices
+     * and scalars). */
     if (cfg->mode == P2PSHIM_MODE_UPGRADE && cfg->bounce != P2PSHIM_BOUNCE_OFF &&
-        evidence_h2d_inside(host, bytes, &lo, &len) &&
+        bytes >= BOUNCE_MIN_BYTES && evidence_h2d_inside(host, bytes, &lo, &len) &&
         host_may_bounce(cfg, (const void *)lo, len))
         evidence_h2d(host, bytes);
     return false;

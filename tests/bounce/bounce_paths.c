@@ -471,6 +471,42 @@ static void kernel_reads(void)
     free(out);
 }
 
+/* An H2D smaller than any snapshot worth taking (64 KiB, the floor) is no
+ * evidence: a buffer whose first bytes alone go back to a GPU is never
+ * snapshotted; one whose 128 KiB go back is, from the next round. */
+static void small_h2d(void)
+{
+    size_t n = (size_t)512 << 10, small = 16 << 10, enough = 128 << 10;
+    CUdeviceptr src = src0 + ((size_t)1 << 20); /* keys of its own */
+    unsigned char *h = buffer(n), *p = buffer(n);
+    for (int i = 0; i < 6; i++) {
+        char what[64];
+        size_t back = i < 4 ? small : enough;
+        snprintf(what, sizeof what, "H2D of %zu KiB, round %d", back >> 10, i);
+        bt_pattern(p, n, 900 + i);
+        bt_set_dev(src, p, n);
+        struct standin_stats s0;
+        standin_get_stats(&s0);
+        pl_use(bt_env.ctx[0]);
+        PL_OK(cuMemcpyDtoH_v2(h, src, n));
+        struct bt_paths d;
+        bt_paths_since(&s0, &d);
+        pl_use(bt_env.ctx[1]);
+        PL_OK(cuMemcpyHtoD_v2(dst1, h, back));
+        pl_use(bt_env.ctx[0]);
+        if (bt_shim && !getenv("BT_NO_BOUNCE")) {
+            bool snap = i == 5; /* the round after the first 128 KiB H2D */
+            PL_EXPECT(snap ? d.d2h_bytes <= 2 * PG : d.d2h_bytes == n,
+                      "%s: the D2H moved %llu bytes to the host, expected %s", what,
+                      (unsigned long long)d.d2h_bytes, snap ? "none (snapshot)" : "all");
+        }
+        bt_check_dev(dst1, p, back, what);
+        line(what, h, n, dst1, back);
+    }
+    free(h);
+    free(p);
+}
+
 int main(int argc, char **argv)
 {
     bt_init(argc, argv);
@@ -490,5 +526,6 @@ int main(int argc, char **argv)
     partial();
     writes();
     kernel_reads();
+    small_h2d();
     return pl_finish("bounce_paths");
 }

@@ -40,6 +40,8 @@ static int cmp(const void *a, const void *b)
 
 static CUdeviceptr a0, b0, a1;
 static char host[64];
+static void *pinned_1m; /* cuMemHostAlloc'ed */
+#define BIG ((size_t)1 << 20)
 static CUcontext ctx0, ctx1;
 
 static void run(const char *what, int kind)
@@ -58,8 +60,10 @@ static void run(const char *what, int kind)
                 CHECK(cuMemcpyPeerAsync(a1, ctx1, a0, ctx0, 4, NULL));
             else if (kind == 4)
                 CHECK(cuMemsetD8Async(b0, 1, 4, NULL));
-            else
+            else if (kind == 5)
                 CHECK(cuMemcpyDtoHAsync_v2(host, a0, 4, NULL));
+            else
+                CHECK(cuMemcpyDtoH_v2(pinned_1m, a0, BIG));
         }
         double t1 = now_ns();
         CHECK(cuStreamSynchronize(NULL)); /* the stand-in queues async work */
@@ -110,9 +114,10 @@ int main(void)
     CHECK(cuDevicePrimaryCtxRetain(&ctx0, 0));
     CHECK(cuDevicePrimaryCtxRetain(&ctx1, 1));
     CHECK(cuCtxSetCurrent(ctx1));
-    CHECK(cuMemAlloc_v2(&a1, 1 << 20));
+    CHECK(cuMemAlloc_v2(&a1, BIG));
     CHECK(cuCtxSetCurrent(ctx0));
-    CHECK(cuMemAlloc_v2(&a0, 1 << 20));
+    CHECK(cuMemAlloc_v2(&a0, BIG));
+    CHECK(cuMemHostAlloc(&pinned_1m, BIG, 0));
     CHECK(cuMemAlloc_v2(&b0, 1 << 20));
     memset(host, 1, sizeof host);
     run("same-device cuMemcpyDtoDAsync 4 B", 0);
@@ -123,6 +128,9 @@ int main(void)
      * memory) and a device-to-host copy (a bounce candidate). */
     run("cuMemsetD8Async 4 B", 4);
     run("cuMemcpyDtoHAsync 4 B", 5);
+    /* A bounce candidate's size (the stand-in's copy itself is a memcpy of
+     * 1 MiB: compare the two runs' difference, not the figure). */
+    run("cuMemcpyDtoH 1 MiB into pinned", 6);
     run_free("malloc+free 64 B", 1);
     run_free("malloc+free 64 B", FREE_THREADS_MAX);
     /* A large D2H into host memory: remembered by the shim as a possible
