@@ -25,7 +25,8 @@ def main(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--harmbench", required=True)
     p.add_argument("--shim", action="append", default=[], metavar="NAME=PATH",
-                   help="a library to compare (repeatable)")
+                   help="a library to compare (repeatable); PATH none: a second arm "
+                        "without the shim (the A/A spread)")
     p.add_argument("--env", action="append", default=[], metavar="NAME:VAR=VALUE",
                    help="set VAR for arm NAME only (repeatable; NAME may repeat a library "
                         "under another --shim name)")
@@ -37,6 +38,9 @@ def main(argv):
     arms = [("noshim", None)]
     for s in a.shim:
         name, _, path = s.partition("=")
+        if path == "none":  # another arm without the shim: the A/A spread
+            arms.append((name, None))
+            continue
         if not path or not os.path.exists(path):
             print("shim_ab: --shim %s: expected NAME=PATH of an existing file" % s)
             return 2
