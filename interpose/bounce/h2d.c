@@ -62,6 +62,7 @@ static void link_for(const struct copy_call *call, struct piece *pc,
 static void note_links(const struct copy_call *call, struct piece *pc, int np,
                        const struct owner_info *dst, size_t bytes)
 {
+    link_life_tick(); /* a cross-GPU copy: idle links are looked for, as at any */
     for (int i = 0; i < np; i++) {
         bool seen = pc[i].s == NULL;
         for (int j = 0; j < i && !seen; j++)
