@@ -32,6 +32,9 @@ struct link_entry {
     _Atomic uint64_t last_use_seq; /* the order of last uses: which link is least
                                     * recently used (written without the lock too) */
     bool untracked;
+    /* Tracked copies noted and not yet issued (their events not yet
+     * recorded): the link is not idle while one is on its way. */
+    int issuing;
     struct link_slot slot[LINK_SLOTS];
 };
 
@@ -75,6 +78,7 @@ static struct link_entry *get_entry(CUcontext a, int dev_a, CUcontext b, int dev
             e->last_use_ns = 0;
             atomic_store(&e->last_use_seq, 0);
             e->untracked = false;
+            e->issuing = 0;
             memset(e->slot, 0, sizeof e->slot);
             atomic_fetch_add(&links_gen, 1);
             if (i >= links_used)
@@ -131,13 +135,17 @@ void link_life_note_use(struct copy_call *call, CUcontext a, int dev_a, CUcontex
             memo.b = b;
             memo.e = e;
             memo.gen = atomic_load(&links_gen);
+        } else if (call->link_a == NULL) {
+            call->link_a = a;
+            call->link_b = b;
+            e->issuing++;
+        } else if (find_entry(call->link_a, call->link_b) != e) {
+            /* One event per call: a second link of the same call (a batch
+             * across pairs) has nothing to cover it. */
+            e->untracked = true;
         }
     }
     pthread_mutex_unlock(&links_lock);
-    if (track && e != NULL && call->link_a == NULL) {
-        call->link_a = a;
-        call->link_b = b;
-    }
 }
 
 bool link_life_pending(const struct copy_call *call)
@@ -193,6 +201,8 @@ void link_life_after_issue(const struct copy_call *call)
     CUcontext ctx = driver_stream_ctx(call->stream, call->per_thread);
     pthread_mutex_lock(&links_lock);
     struct link_entry *e = find_entry(call->link_a, call->link_b);
+    if (e != NULL && e->issuing > 0)
+        e->issuing--;
     struct link_slot *s = e != NULL && ctx != NULL
                               ? slot_for(e, ctx, call->stream, call->per_thread)
                               : NULL;
@@ -246,8 +256,8 @@ void link_life_tick(void)
     pthread_mutex_lock(&links_lock);
     for (int i = 0; i < links_used; i++) {
         struct link_entry *e = &links[i];
-        if (e->a != NULL && !e->untracked && now - e->last_use_ns >= idle_ns &&
-            events_complete(e))
+        if (e->a != NULL && !e->untracked && e->issuing == 0 &&
+            now - e->last_use_ns >= idle_ns && events_complete(e))
             give_back(e, "idle");
     }
     pthread_mutex_unlock(&links_lock);

@@ -13,11 +13,16 @@
  * Links the program enabled itself are never given back (peer.h's
  * peer_shim_release refuses them).
  *
- * In flight: with idle release on, every upgraded copy records an event
- * on its stream right after it is issued (one event per link and stream,
- * re-recorded: a stream's later event covers its earlier copies). A link
- * that carried a copy no event covers (idle release off, more streams than
- * slots, the host-bounce module's copies) is "untracked": never released
+ * In flight: with idle release on, every copy the shim issues across one
+ * of its links records an event on the stream that carries it, after its
+ * last piece there (one event per link and stream, re-recorded: a
+ * stream's later event covers its earlier copies): an upgraded copy right
+ * after its driver call (an alias's too), a pool relay on the program's
+ * stream after that stream's wait for the relay's last copy, a bounced
+ * H2D after its snapshot pieces. Between the note of a use and its event
+ * the link counts as in flight too. A link that carried a copy no event
+ * covers (idle release off, more streams than slots, a call across
+ * several links: a batch) is "untracked": never released
  * for idleness, and given back for the peer limit only after both its
  * contexts are synchronised. One lock, taken before peer.c's, serialises
  * the table and its events (held across those driver calls: this runs for
@@ -32,16 +37,21 @@
 
 /* An upgraded copy between contexts a and b (devices dev_a, dev_b) is
  * about to be issued for call: the link's last use is now. With idle
- * release on and call non-NULL, call is marked so that
- * link_life_after_issue records its event; with call NULL (a copy issued
- * elsewhere) the link becomes untracked. */
+ * release on and call non-NULL, call is marked (link_a, link_b; when not
+ * already marked for another link) and the link counts as in flight until
+ * link_life_after_issue records its event: every marked call must get
+ * that call, on the stream that carries the copy (call->stream,
+ * call->per_thread). With call NULL (a copy nothing will cover) the link
+ * becomes untracked. */
 void link_life_note_use(struct copy_call *call, CUcontext a, int dev_a, CUcontext b, int dev_b);
 
 /* Whether call carries a use to record after its driver call. */
 bool link_life_pending(const struct copy_call *call);
 
-/* After the driver call of a marked copy: records the link's event on the
- * copy's stream, in the copy's own flavour (legacy or per-thread). */
+/* After the driver call of a marked copy (or the last piece of a copy the
+ * shim issues itself on call->stream): records the link's event on that
+ * stream, in the call's flavour (legacy or per-thread); the link is no
+ * longer in flight but for that event. */
 void link_life_after_issue(const struct copy_call *call);
 
 /* At copy time: gives back links idle for P2PSHIM_LINK_IDLE_MS (nothing

@@ -29,22 +29,62 @@
 struct piece {
     struct snap *s; /* NULL: from the host */
     uintptr_t lo, hi;
+    /* The link whose event is recorded after the last piece (link_life.h);
+     * NULL: none (a host piece, an earlier piece's link, idle release off). */
+    CUcontext link_a, link_b;
 };
 
 /* Peer access for a copy from the snapshot's device to dst's, enabled as
- * for any copy (upgrade.h). */
-static void link_for(const struct copy_call *call, const struct snap *s,
+ * for any copy (upgrade.h); the use noted on pc, whose link's event
+ * cover_links records once every piece is issued. */
+static void link_for(const struct copy_call *call, struct piece *pc,
                      const struct owner_info *dst, size_t bytes)
 {
+    const struct snap *s = pc->s;
     struct copy_end from = {{true, MEM_KIND_DEVICE, s->buf.dev}, s->buf.ctx};
     struct copy_end to = {{true, dst->kind, dst->device}, dst->ctx};
     struct route_decision d = upgrade_decide(call, &from, &to, bytes, config_get());
     enum route_reason reason = d.reason;
     if (d.action == ROUTE_ENABLE_THEN_PASS)
         reason = upgrade_enable(&d, &from, &to);
-    /* Its pieces are issued later, by this module: no event covers them. */
-    if (route_reason_is_upgrade(reason))
-        link_life_note_use(NULL, from.ctx, from.route.device, to.ctx, to.route.device);
+    if (!route_reason_is_upgrade(reason))
+        return;
+    struct copy_call mark = *call;
+    mark.link_a = mark.link_b = NULL;
+    link_life_note_use(&mark, from.ctx, from.route.device, to.ctx, to.route.device);
+    pc->link_a = mark.link_a;
+    pc->link_b = mark.link_b;
+}
+
+/* Notes the links of the snapshot pieces, one use per snapshot context:
+ * the pieces share the program's stream, so one event after the last of
+ * them covers every piece from that device. */
+static void note_links(const struct copy_call *call, struct piece *pc, int np,
+                       const struct owner_info *dst, size_t bytes)
+{
+    link_life_tick(); /* a cross-GPU copy: idle links are looked for, as at any */
+    for (int i = 0; i < np; i++) {
+        bool seen = pc[i].s == NULL;
+        for (int j = 0; j < i && !seen; j++)
+            seen = pc[j].s != NULL && pc[j].s->buf.ctx == pc[i].s->buf.ctx;
+        if (!seen)
+            link_for(call, &pc[i], dst, bytes);
+    }
+}
+
+/* After the pieces were issued (all, or up to a failure: the original call
+ * then runs after them on the same stream): each noted link's event on
+ * the program's stream, so that the link is not released under them. */
+static void cover_links(const struct copy_call *call, const struct piece *pc, int np)
+{
+    for (int i = 0; i < np; i++) {
+        if (pc[i].link_a == NULL)
+            continue;
+        struct copy_call mark = *call;
+        mark.link_a = pc[i].link_a;
+        mark.link_b = pc[i].link_b;
+        link_life_after_issue(&mark);
+    }
 }
 
 /* Splits [h, h+n) into pieces from snapshots and from the host. false
@@ -59,7 +99,7 @@ static bool add_piece(struct piece *pc, int *np, struct snap *who, uintptr_t lo,
     }
     if (*np == PIECES_MAX)
         return false;
-    pc[(*np)++] = (struct piece){who, lo, hi};
+    pc[(*np)++] = (struct piece){who, lo, hi, NULL, NULL};
     if (who != NULL)
         who->busy++;
     return true;
@@ -225,9 +265,8 @@ static bool serve(const struct copy_call *call, bool sync, CUdeviceptr dst, cons
         }
     }
     pthread_mutex_unlock(&bounce_mu);
-    for (int i = 0; ok && i < np; i++)
-        if (pc[i].s != NULL)
-            link_for(call, pc[i].s, &d, bytes);
+    if (ok)
+        note_links(call, pc, np, &d, bytes);
     if (!ok) {
         unpin(pc, np, false, false);
         bounce_host_access(host, bytes, false);
@@ -236,6 +275,7 @@ static bool serve(const struct copy_call *call, bool sync, CUdeviceptr dst, cons
     double t1 = bounce_now_us();
     size_t from_snap = 0;
     CUresult r = issue(call, sync, dst, h, pc, np, &from_snap);
+    cover_links(call, pc, np);
     if (r != CUDA_SUCCESS) {
         /* The original call does it all again, after what was issued. */
         unpin(pc, np, false, false);

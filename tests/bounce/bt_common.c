@@ -58,7 +58,8 @@ void bt_init(int argc, char **argv)
     if (getenv("BT_DENY_UFFD"))
         deny_userfaultfd();
     bt_shim = pl_want_shim(argc, argv);
-    atexit(report_at_exit);
+    if (!getenv("BT_NO_LEAK_REPORT"))
+        atexit(report_at_exit);
     pl_init(&bt_env);
     if (bt_env.ndev < 2) {
         fprintf(stderr, "bounce tests need two devices\n");

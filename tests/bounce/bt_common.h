@@ -35,7 +35,9 @@ extern int bt_shim;   /* the shim is loaded (argv[1] == "shim") */
 
 /* pl_init, and argv[1] checked. Environment: BT_DENY_UFFD=1 refuses
  * userfaultfd to the process first (seccomp); BT_NO_BOUNCE=1 expects the
- * plain paths even under the shim (it must fall back). */
+ * plain paths even under the shim (it must fall back); BT_NO_LEAK_REPORT=1
+ * leaves out the report of what is alive at the program's first exit
+ * handler (with idle release on, the shim's link events live until exit). */
 void bt_init(int argc, char **argv);
 
 /* The pattern of seed, n bytes. */
