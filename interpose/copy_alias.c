@@ -67,14 +67,31 @@ static bool mapping_grants(CUdeviceptr ptr, int other)
            flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
 }
 
+/* Whether every mapping of the program's that [ptr, ptr+bytes) touches
+ * grants `other` itself: a copy over the seam of two mappings, one granted
+ * and one not, still needs an alias (the alias grants all of it). */
+static bool span_grants(CUdeviceptr ptr, size_t bytes, int other)
+{
+    CUdeviceptr end = ptr + bytes;
+    for (CUdeviceptr p = ptr; p < end;) {
+        if (!mapping_grants(p, other))
+            return false;
+        CUdeviceptr next = vmm_alias_mapping_end(p);
+        if (next <= p)
+            return next == 0 && p == ptr; /* one mapping the shim never saw */
+        p = next;
+    }
+    return true;
+}
+
 static bool program_granted(const struct copy_call *call, const struct copy_end *src,
-                            const struct copy_end *dst)
+                            const struct copy_end *dst, size_t bytes)
 {
     /* Both ends mapped: an ordinary end would need context peer access,
      * which the alias path enables and the program may not have. */
     return src->route.kind == MEM_KIND_VMM && dst->route.kind == MEM_KIND_VMM &&
-           mapping_grants(*call->alias_src, dst->route.device) &&
-           mapping_grants(*call->alias_dst, src->route.device);
+           span_grants(*call->alias_src, bytes, dst->route.device) &&
+           span_grants(*call->alias_dst, bytes, src->route.device);
 }
 
 enum route_reason copy_alias_apply(struct copy_call *call, const struct route_decision *d,
@@ -83,7 +100,7 @@ enum route_reason copy_alias_apply(struct copy_call *call, const struct route_de
 {
     if (call->alias_dst == NULL || call->alias_src == NULL)
         return ROUTE_SHIM_ERROR;
-    if (program_granted(call, src, dst))
+    if (program_granted(call, src, dst, bytes))
         return ROUTE_APP_PEER;
     if (d->need_enable) {
         enum route_reason r = upgrade_enable(d, src, dst);

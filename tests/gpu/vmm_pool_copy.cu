@@ -3,7 +3,10 @@
  *   vmm   cuMemCreate + cuMemAddressReserve + cuMemMap on each device, the
  *         handle released after mapping, access granted to the owner only
  *         (as ggml's VMM pool does); cudaMemcpyPeerAsync 0->1 and 1->0,
- *         then cudaMemcpyAsync (cudaMemcpyDefault) 0->1.
+ *         then cudaMemcpyAsync (cudaMemcpyDefault) 0->1; then a pool
+ *         grown as ggml's is (a second allocation mapped right after the
+ *         first in one reservation) and buffers that straddle the seam
+ *         copied 0->1 and 1->0 (cudaMemcpyPeerAsync).
  *   pool  cudaMemPoolCreate on each device (private pools, as RMM's
  *         cuda_async_memory_resource and CuPy's MemoryAsyncPool), then
  *         cudaMallocFromPoolAsync and cudaMemcpyPeerAsync 0->1, 1->0,
@@ -78,7 +81,8 @@ struct vmm_buf {
     size_t size;
 };
 
-static struct vmm_buf vmm_alloc(int dev, size_t bytes)
+/* bytes rounded up to dev's recommended granularity. */
+static size_t vmm_round(int dev, size_t bytes)
 {
     CUmemAllocationProp prop;
     memset(&prop, 0, sizeof prop);
@@ -87,8 +91,18 @@ static struct vmm_buf vmm_alloc(int dev, size_t bytes)
     prop.location.id = dev;
     size_t gran = 0;
     CU_CHECK(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
+    return (bytes + gran - 1) / gran * gran;
+}
+
+static struct vmm_buf vmm_alloc(int dev, size_t bytes)
+{
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = dev;
     struct vmm_buf b;
-    b.size = (bytes + gran - 1) / gran * gran;
+    b.size = vmm_round(dev, bytes);
     CUmemGenericAllocationHandle h;
     CU_CHECK(cuMemCreate(&h, b.size, &prop, 0));
     CU_CHECK(cuMemAddressReserve(&b.va, b.size, 0, 0, 0));
@@ -263,6 +277,93 @@ static double pool_copy(const char *what, void *dst, int ddev, void *src, int sd
     return gbps;
 }
 
+
+/* A pool like ggml's VMM pool on device dev: one reservation of two
+ * chunks, grown by a second allocation mapped right after the first, each
+ * chunk granted to its owner only. */
+struct vmm_span {
+    CUdeviceptr va;
+    size_t chunk;
+};
+
+static void vmm_map_chunk(int dev, CUdeviceptr at, size_t size)
+{
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = dev;
+    CUmemGenericAllocationHandle h;
+    CU_CHECK(cuMemCreate(&h, size, &prop, 0));
+    CU_CHECK(cuMemMap(at, size, 0, h, 0));
+    CU_CHECK(cuMemRelease(h));
+    CUmemAccessDesc acc;
+    memset(&acc, 0, sizeof acc);
+    acc.location = prop.location;
+    acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    CU_CHECK(cuMemSetAccess(at, size, &acc, 1));
+}
+
+static struct vmm_span vmm_span_alloc(int dev, size_t n)
+{
+    struct vmm_span sp;
+    sp.chunk = vmm_round(dev, n);
+    CU_CHECK(cuMemAddressReserve(&sp.va, 2 * sp.chunk, 0, 0, 0));
+    vmm_map_chunk(dev, sp.va, sp.chunk);
+    vmm_map_chunk(dev, sp.va + sp.chunk, sp.chunk);
+    return sp;
+}
+
+/* Copies of n bytes that straddle the seam of the two chunks (ggml's bump
+ * allocator hands such buffers out), 0->1 and 1->0 with
+ * cudaMemcpyPeerAsync: bytes, speed, both chunks' access unchanged. Then
+ * device 0's second chunk is unmapped and the copy over the seam tried
+ * again: the driver's answer is printed (the same with and without the
+ * shim). */
+static void vmm_straddle_case(size_t n, bool expect_peer, unsigned char *host)
+{
+    struct vmm_span sp[2] = {vmm_span_alloc(0, n), vmm_span_alloc(1, n)};
+    void *buf[2];
+    unsigned acc[2][2];
+    for (int d = 0; d < 2; d++) {
+        buf[d] = (void *)(uintptr_t)(sp[d].va + sp[d].chunk - n / 2);
+        for (int c = 0; c < 2; c++)
+            acc[d][c] = vmm_access(sp[d].va + c * sp[d].chunk);
+    }
+    for (int from = 0; from < 2; from++) {
+        int to = 1 - from;
+        char what[64];
+        snprintf(what, sizeof what, "vmm straddling %d->%d cudaMemcpyPeerAsync", from, to);
+        fill(buf[from], n, 20 + from, host);
+        GT_CHECK(cudaSetDevice(to));
+        GT_CHECK(cudaMemset(buf[to], 0, n));
+        GT_CHECK(cudaDeviceSynchronize());
+        double gbps = timed_copy(buf[to], to, buf[from], from, n, PEER);
+        verify(what, buf[to], n, 20 + from, host);
+        printf("%s: %zu MiB %.1f GB/s\n", what, n >> 20, gbps);
+        if (expect_peer && gbps < 100) {
+            printf("FAIL %s: %.1f GB/s, not a peer copy\n", what, gbps);
+            failures++;
+        }
+        for (int d = 0; d < 2; d++)
+            for (int c = 0; c < 2; c++)
+                if (vmm_access(sp[d].va + c * sp[d].chunk) != acc[d][c]) {
+                    printf("FAIL %s: cuMemGetAccess changed on device %d chunk %d\n", what, d, c);
+                    failures++;
+                }
+    }
+    GT_CHECK(cudaSetDevice(0));
+    CU_CHECK(cuMemUnmap(sp[0].va + sp[0].chunk, sp[0].chunk));
+    cudaError_t e = cudaMemcpyPeerAsync(buf[1], 1, buf[0], 0, n, GT_STREAM);
+    cudaError_t w = cudaStreamSynchronize(GT_STREAM);
+    printf("note: a copy over an unmapped seam returned %s, then %s\n", cudaGetErrorName(e),
+           cudaGetErrorName(w));
+    cudaGetLastError();
+    CU_CHECK(cuMemUnmap(sp[0].va, sp[0].chunk));
+    CU_CHECK(cuMemAddressFree(sp[0].va, 2 * sp[0].chunk));
+    CU_CHECK(cuMemUnmap(sp[1].va, 2 * sp[1].chunk));
+    CU_CHECK(cuMemAddressFree(sp[1].va, 2 * sp[1].chunk));
+}
 /* expect_peer: the copies before the program's own grant must run above
  * 100 GB/s (the shim relays them through its own buffers). */
 static void pool_case(size_t n, bool expect_peer, unsigned char *host)
@@ -334,6 +435,7 @@ int main(int argc, char **argv)
     unsigned char *host = NULL;
     GT_CHECK(cudaMallocHost((void **)&host, n));
     vmm_case(n, expect_peer, host);
+    vmm_straddle_case(n, expect_peer, host);
     pool_case(n, expect_peer_pool, host);
     GT_CHECK(cudaFreeHost(host));
     printf("vmm_pool_copy (%s cudart, %s stream): %s\n", P2PSHIM_CUDART, GT_STREAM_MODE,

@@ -8,24 +8,36 @@
 
 /* ---- path accounting ---- */
 
-/* Whether memory `a` (of another device) is reachable from device dev
- * without staging: pool and mapped memory by their access lists, ordinary
- * memory by context peer access from dev to the owning context. */
-static int reachable_from(const struct sd_alloc *a, int dev)
+/* Whether [p, p+n) of memory `a` (of another device) is reachable from
+ * device dev without staging: pool and mapped memory by their access
+ * lists (every mapping the range touches), ordinary memory by context
+ * peer access from dev to the owning context. A run of mappings only
+ * partly granted is staged: the copy engine could not reach all of it. */
+static int reachable_from(const struct sd_alloc *a, uintptr_t p, size_t n, int dev)
 {
     if (a->kind == SD_MEM_POOL)
         return a->pool->access[dev] != CU_MEM_ACCESS_FLAGS_PROT_NONE;
     if (a->kind == SD_MEM_VMM)
-        return a->access[dev] != CU_MEM_ACCESS_FLAGS_PROT_NONE;
+        return sd_vmm_span_reachable(p, n, dev);
     return sd_dev_has_peer_to(dev, a->ctx);
 }
 
-/* One direction is enough for the copy engines (measured, DESIGN.md). */
-static int peer_path(const struct sd_alloc *x, const struct sd_alloc *y)
+/* The bytes the copy's each side covers, first to last. */
+static size_t footprint(size_t w, size_t h, size_t d, size_t pitch, size_t slice)
 {
-    if (x->kind == SD_MEM_DEVICE && y->kind == SD_MEM_DEVICE)
-        return sd_peer_either(x->ctx, y->ctx);
-    return reachable_from(x, y->dev) || reachable_from(y, x->dev);
+    return (d - 1) * slice + (h - 1) * pitch + w;
+}
+
+/* One direction is enough for the copy engines (measured, DESIGN.md). */
+static int peer_path(const struct sd_xfer *x, const struct sd_alloc *dst,
+                     const struct sd_alloc *src)
+{
+    if (dst->kind == SD_MEM_DEVICE && src->kind == SD_MEM_DEVICE)
+        return sd_peer_either(dst->ctx, src->ctx);
+    size_t dn = footprint(x->width, x->height, x->depth, x->dpitch, x->dslice);
+    size_t sn = footprint(x->width, x->height, x->depth, x->spitch, x->sslice);
+    return reachable_from(dst, (uintptr_t)x->dst, dn, src->dev) ||
+           reachable_from(src, (uintptr_t)x->src, sn, dst->dev);
 }
 
 static uint64_t duration_ns(size_t bytes, unsigned gb_per_s)
@@ -33,8 +45,10 @@ static uint64_t duration_ns(size_t bytes, unsigned gb_per_s)
     return 2000 + bytes / gb_per_s;
 }
 
-uint64_t sd_account(const struct sd_alloc *dst, const struct sd_alloc *src, size_t bytes)
+uint64_t sd_account(const struct sd_xfer *x, const struct sd_alloc *dst,
+                    const struct sd_alloc *src)
 {
+    size_t bytes = x->width * x->height * x->depth;
     struct standin_stats *st = &sd.stats;
     int dd = sd_mem_on_device(dst), sdv = sd_mem_on_device(src);
     if (dd && sdv) {
@@ -43,7 +57,7 @@ uint64_t sd_account(const struct sd_alloc *dst, const struct sd_alloc *src, size
             st->same_device_bytes += bytes;
             return duration_ns(bytes, 1000);
         }
-        if (peer_path(dst, src)) {
+        if (peer_path(x, dst, src)) {
             st->peer_copies++;
             st->peer_bytes += bytes;
             return duration_ns(bytes, sd.cfg.slow[src->dev][dst->dev] ? 5 : 400);
@@ -65,22 +79,33 @@ uint64_t sd_account(const struct sd_alloc *dst, const struct sd_alloc *src, size
     return duration_ns(bytes, 25);
 }
 
-int sd_link_corrupts(const struct sd_alloc *dst, const struct sd_alloc *src)
+int sd_link_corrupts(const struct sd_xfer *x, const struct sd_alloc *dst,
+                     const struct sd_alloc *src)
 {
     return sd_mem_on_device(dst) && sd_mem_on_device(src) && dst->dev != src->dev &&
-           sd.cfg.corrupt[src->dev][dst->dev] && peer_path(dst, src);
+           sd.cfg.corrupt[src->dev][dst->dev] && peer_path(x, dst, src);
 }
 
 /* ---- operands ---- */
 
 /* An operand that must be memory the driver knows (a device pointer
  * parameter): [p, p+span) inside one allocation. */
+/* [p, p+span) inside a, or over the mappings end to end from a. */
+static int holds(const struct sd_alloc *a, uintptr_t p, size_t span)
+{
+    if (span <= a->size - (p - a->base))
+        return 1;
+    return a->kind == SD_MEM_VMM && sd_vmm_span_mapped(a, p, span);
+}
+
+/* An operand that must be memory the driver knows (a device pointer
+ * parameter). */
 CUresult sd_known_operand(uintptr_t p, size_t span, struct sd_alloc **out)
 {
     if (p == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    *out = sd_lookup_span(p, span);
-    return *out ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    *out = sd_lookup(p);
+    return *out && holds(*out, p, span) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 /* An operand that may also be pageable host memory (unified addressing):
@@ -96,5 +121,5 @@ CUresult sd_any_operand(uintptr_t p, size_t span, struct sd_alloc **out)
         return sd_owned_region(p) ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
     }
     *out = a;
-    return span <= a->size - (p - a->base) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    return holds(a, p, span) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }

@@ -64,8 +64,8 @@ static CUresult issue_all(struct elem *e, size_t n, struct CUstream_st *s)
             free(op);
             return CUDA_ERROR_OUT_OF_MEMORY;
         }
-        op->x.corrupt = sd_link_corrupts(e[i].da, e[i].sa);
-        s->sim_ns += sd_account(e[i].da, e[i].sa, e[i].x.width * e[i].x.height * e[i].x.depth);
+        op->x.corrupt = sd_link_corrupts(&e[i].x, e[i].da, e[i].sa);
+        s->sim_ns += sd_account(&e[i].x, e[i].da, e[i].sa);
         sd_enqueue(s, op);
         last = op->seq;
         pageable |= !e[i].da || !e[i].sa;

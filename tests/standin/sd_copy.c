@@ -51,8 +51,8 @@ static CUresult issue(const struct sd_xfer *x, const struct sd_alloc *da,
     if (!op)
         return CUDA_ERROR_OUT_OF_MEMORY;
     op->x = *x;
-    op->x.corrupt = sd_link_corrupts(da, sa);
-    uint64_t ns = sd_account(da, sa, x->width * x->height * x->depth);
+    op->x.corrupt = sd_link_corrupts(x, da, sa);
+    uint64_t ns = sd_account(x, da, sa);
     if (s) {
         s->sim_ns += ns;
         sd_enqueue(s, op);

@@ -304,8 +304,6 @@ void sd_run_nonblocking(void);
 /* Where the "GPU" writes n bytes at p: pinned memory through its DMA view,
  * anything else in place. */
 char *sd_dma_dst(char *p, size_t n);
-/* Finds the allocation holding [p, p+n); NULL if none holds it all. */
-struct sd_alloc *sd_lookup_span(uintptr_t p, size_t n);
 void sd_free_ctx_allocs(struct CUctx_st *c);
 void sd_free_all_allocs(void);
 CUresult sd_alloc_in_arena(int arena, size_t size, size_t *footprint, uintptr_t *out);
@@ -330,6 +328,13 @@ void sd_pools_free(void);                                            /* sd_pool.
 int sd_vmm_contains(uintptr_t p);
 /* The cuMemAddressReserve range holding ptr (its base; 0 when none). */
 uintptr_t sd_vmm_range(uintptr_t ptr, size_t *size);
+/* Whether [p, p+n), from the mapping a that holds p, lies in mappings end
+ * to end (every byte mapped): the driver copies over such a run as over
+ * one range. */
+int sd_vmm_span_mapped(const struct sd_alloc *a, uintptr_t p, size_t n);
+/* Whether every mapping that [p, p+n) touches lets device dev in (its
+ * access list). */
+int sd_vmm_span_reachable(uintptr_t p, size_t n, int dev);
 
 /* sd_account.c: path accounting for one copy of `bytes` bytes. */
 /* Counts a copy in its class (standin_stats) and returns its simulated
@@ -337,13 +342,16 @@ uintptr_t sd_vmm_range(uintptr_t ptr, size_t *size);
  * class's speed, in GB/s (bytes per ns): peer 400 (5 over a
  * STANDIN_LINK_SLOW link), staged 40, host 25, same device 1000. Async
  * copies add it to their stream's clock, which cuEventElapsedTime reads. */
-uint64_t sd_account(const struct sd_alloc *dst, const struct sd_alloc *src, size_t bytes);
-/* 1 when a copy between the two would be a peer copy over a
+uint64_t sd_account(const struct sd_xfer *x, const struct sd_alloc *dst,
+                    const struct sd_alloc *src);
+/* 1 when the copy x between the two would be a peer copy over a
  * STANDIN_LINK_CORRUPT link. */
-int sd_link_corrupts(const struct sd_alloc *dst, const struct sd_alloc *src);
-/* Operand checks. Known: [p, p+span) inside one allocation, else
- * CUDA_ERROR_INVALID_VALUE. Any: the same, except that memory outside the
- * stand-in's regions is pageable host memory (*out = NULL). */
+int sd_link_corrupts(const struct sd_xfer *x, const struct sd_alloc *dst,
+                     const struct sd_alloc *src);
+/* Operand checks. Known: [p, p+span) inside one allocation, or over
+ * mappings (cuMemMap) that lie end to end, else CUDA_ERROR_INVALID_VALUE;
+ * *out is the allocation holding p. Any: the same, except that memory
+ * outside the stand-in's regions is pageable host memory (*out = NULL). */
 CUresult sd_known_operand(uintptr_t p, size_t span, struct sd_alloc **out);
 CUresult sd_any_operand(uintptr_t p, size_t span, struct sd_alloc **out);
 

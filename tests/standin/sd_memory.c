@@ -86,14 +86,6 @@ struct sd_alloc *sd_lookup(uintptr_t p)
     return p - a->base < a->size && a->kind != SD_MEM_ARRAY ? a : NULL;
 }
 
-struct sd_alloc *sd_lookup_span(uintptr_t p, size_t n)
-{
-    struct sd_alloc *a = sd_lookup(p);
-    if (!a || n > a->size - (p - a->base))
-        return NULL;
-    return a;
-}
-
 struct sd_alloc *sd_insert_alloc(const struct sd_alloc *a)
 {
     if (sd.nallocs == sd.cap_allocs) {

@@ -6,7 +6,9 @@
  * so mapped memory is ordinary host-addressable memory and copies need no
  * translation; two mappings of one handle share bytes, as on a GPU. Each
  * mapping is an allocation record (SD_MEM_VMM) with its own access list,
- * set by cuMemSetAccess. */
+ * set by cuMemSetAccess. A copy may run over mappings that lie end to end
+ * (as ggml's pool's buffers do over the seam between two allocations); it
+ * goes peer only when every mapping it touches lets the other device in. */
 #include "sd_internal.h"
 
 #include <stdio.h>
@@ -380,6 +382,31 @@ uintptr_t sd_vmm_range(uintptr_t ptr, size_t *size)
         return 0;
     *size = r->size;
     return r->base;
+}
+
+int sd_vmm_span_mapped(const struct sd_alloc *a, uintptr_t p, size_t n)
+{
+    uintptr_t end = p + n;
+    if (end < p)
+        return 0;
+    while (a->base + a->size < end) {
+        const struct sd_alloc *b = sd_lookup(a->base + a->size);
+        if (!b || b->kind != SD_MEM_VMM)
+            return 0;
+        a = b;
+    }
+    return 1;
+}
+
+int sd_vmm_span_reachable(uintptr_t p, size_t n, int dev)
+{
+    for (uintptr_t q = p; q < p + n;) {
+        const struct sd_alloc *a = sd_lookup(q);
+        if (!a || a->kind != SD_MEM_VMM || a->access[dev] == CU_MEM_ACCESS_FLAGS_PROT_NONE)
+            return 0;
+        q = a->base + a->size;
+    }
+    return 1;
 }
 
 int sd_vmm_contains(uintptr_t p)

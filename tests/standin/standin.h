@@ -52,7 +52,8 @@ extern "C" {
  *   peer:        memory of two different devices, and the pair may use the
  *                direct link: peer access enabled in either direction
  *                between the owning contexts, or (pool and cuMemMap memory)
- *                access granted to the other device;
+ *                access granted to the other device (on every mapping
+ *                the copy touches, when it runs over several);
  *   staged:      memory of two different devices otherwise;
  *   same_device: both sides on one device;
  *   h2d, d2h, h2h: host memory (pageable, pinned, registered or managed)

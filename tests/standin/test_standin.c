@@ -378,6 +378,7 @@ int main(void)
     test_pointer_attributes();
     test_pools();
     test_vmm();
+    test_vmm_span();
     test_arrays();
     test_proc_address();
     test_ordering();

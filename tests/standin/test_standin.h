@@ -52,5 +52,6 @@ void test_arrays(void);
 void test_pointer_attributes(void);
 void test_pools(void);
 void test_vmm(void);
+void test_vmm_span(void);
 
 #endif

@@ -167,3 +167,44 @@ void test_vmm(void)
     OK(cuMemUnmap(va + g, g));
     OK(cuMemAddressFree(va, 2 * g));
 }
+
+/* VMM: a copy over two mappings of device 1 that lie end to end (two
+ * allocations, as a ggml pool that grew) is one copy; peer only once both
+ * mappings grant device 0; refused over a hole, as over an unmapped seam. */
+void test_vmm_span(void)
+{
+    config("2", NULL, NULL, NULL);
+    retain_all(2);
+    const size_t g = (size_t)2 << 20, n = 8192;
+    CUmemAllocationProp prop = {0};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = 1;
+    CUdeviceptr va;
+    CUmemGenericAllocationHandle h[2];
+    OK(cuMemAddressReserve(&va, 3 * g, 0, 0, 0));
+    for (int i = 0; i < 2; i++) {
+        OK(cuMemCreate(&h[i], g, &prop, 0));
+        OK(cuMemMap(va + (size_t)i * g, g, 0, h[i], 0));
+        OK(cuMemRelease(h[i]));
+    }
+    CUmemAccessDesc d1 = {{CU_MEM_LOCATION_TYPE_DEVICE, 1}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    OK(cuMemSetAccess(va, 2 * g, &d1, 1));
+    CUdeviceptr a = alloc_on(0, n, 0x3c), seam = va + g - n / 2;
+    CUmemAccessDesc d0 = {{CU_MEM_LOCATION_TYPE_DEVICE, 0}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    for (int granted = 0; granted <= 2; granted++) {
+        if (granted > 0)
+            OK(cuMemSetAccess(va + (size_t)(granted - 1) * g, g, &d0, 1));
+        standin_reset_stats();
+        OK(cuMemcpyDtoD_v2(seam, a, n));
+        struct standin_stats s = stats();
+        CHECK(s.peer_copies == (granted == 2) && s.staged_copies == (granted < 2));
+    }
+    CHECK(all_bytes(seam, 0x3c, n));
+    EXPECT(cuMemcpyDtoD_v2(va + 2 * g - n / 2, a, n), CUDA_ERROR_INVALID_VALUE);
+    OK(cuMemUnmap(va + g, g));
+    EXPECT(cuMemcpyDtoD_v2(seam, a, n), CUDA_ERROR_INVALID_VALUE);
+    OK(cuMemcpyDtoD_v2(va + g - n, a, n));
+    OK(cuMemUnmap(va, g));
+    OK(cuMemAddressFree(va, 3 * g));
+}
