@@ -178,37 +178,6 @@ static bool plan_devices(struct relay_plan *p, const struct copy_end *src,
     return p->x != NULL && p->home != NULL && (!s_pool || sd != NULL) && (!d_pool || dd != NULL);
 }
 
-/* Whether the pool holding ptr grants device `other` read-write access:
- * the program's own grant, which lets the driver copy it directly. Asked
- * of the driver each time (two calls against a copy of at least the relay
- * minimum): a grant can change at any time, and the program's answers
- * must stay its own. false for memory of no pool. */
-static bool pool_grants(CUdeviceptr ptr, int other)
-{
-    const struct driver_api *api = driver_api();
-    CUmemoryPool pool = NULL;
-    CUpointer_attribute attr = CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE;
-    void *data = &pool;
-    if (api->pointer_get_attributes == NULL || api->mem_pool_get_access == NULL ||
-        api->pointer_get_attributes(1, &attr, &data, ptr) != CUDA_SUCCESS || pool == NULL)
-        return false;
-    CUmemLocation where = {CU_MEM_LOCATION_TYPE_DEVICE, other};
-    CUmemAccess_flags flags = CU_MEM_ACCESS_FLAGS_PROT_NONE;
-    return api->mem_pool_get_access(&flags, pool, &where) == CUDA_SUCCESS &&
-           flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-}
-
-/* The program made both pool ends reachable from the other device itself:
- * the driver goes direct, and a relay would only add two local copies. */
-static bool program_granted(CUdeviceptr src_ptr, const struct copy_end *src, CUdeviceptr dst_ptr,
-                            const struct copy_end *dst)
-{
-    /* Both ends pool memory: an ordinary end would need context peer
-     * access, which the relay does not and the program may not have. */
-    return src->route.kind == MEM_KIND_POOL && dst->route.kind == MEM_KIND_POOL &&
-           pool_grants(src_ptr, dst->route.device) && pool_grants(dst_ptr, src->route.device);
-}
-
 enum route_reason pool_relay_apply(struct copy_call *call, const struct route_decision *d,
                                    const struct copy_end *src, const struct copy_end *dst,
                                    size_t bytes)
@@ -221,8 +190,6 @@ enum route_reason pool_relay_apply(struct copy_call *call, const struct route_de
                            NULL, NULL, NULL};
     if (!inside(p.src, bytes) || !inside(p.dst, bytes))
         return ROUTE_RELAY_FAILED;
-    if (program_granted(p.src, src, p.dst, dst))
-        return ROUTE_APP_PEER;
     if (d->need_enable) {
         enum route_reason r = upgrade_enable(d, src, dst);
         if (r != ROUTE_UPGRADED)
