@@ -202,6 +202,77 @@ static void granted(void)
     pl_free(env.ctx[0], stage0);
 }
 
+/* One copy of N bytes from src to dst on stream s, the source first
+ * filled from stage (ordinary memory on the source's device); relayed: the
+ * shim must relay it (the relay's local copies show as same-device
+ * copies), else it must leave it to a direct peer copy. Without the shim
+ * the stand-in stages what no grant reaches. */
+static void mixed_copy(const char *name, CUdeviceptr dst, int ddev, CUdeviceptr src, int sdev,
+                       CUdeviceptr stage, CUstream s, int relayed)
+{
+    struct standin_stats a, b;
+    pl_fill(env.ctx[sdev], stage, N, ++seed);
+    pl_use(env.ctx[sdev]);
+    PL_OK(cuMemcpyDtoD_v2(src, stage, N));
+    pl_set(env.ctx[ddev], dst, N, 0x44);
+    pl_stats(&a);
+    PL_OK(cuMemcpyAsync(dst, src, N, s));
+    PL_OK(cuStreamSynchronize(s));
+    pl_stats(&b);
+    pl_verify(env.ctx[ddev], dst, N, seed, name);
+    uint64_t peer = b.peer_bytes - a.peer_bytes, staged = b.staged_bytes - a.staged_bytes;
+    uint64_t local = b.same_device_copies - a.same_device_copies;
+    if (!shim)
+        relayed = 0;
+    PL_EXPECT(relayed ? peer == N && staged == 0 && local > 0
+                      : peer + staged == N && local == 0 && (shim ? staged == 0 : 1),
+              "%s: peer %llu staged %llu bytes of %zu, %llu same-device copies", name,
+              (unsigned long long)peer, (unsigned long long)staged, (size_t)N,
+              (unsigned long long)local);
+    printf("%s: %zu bytes\n", name, (size_t)N);
+}
+
+static void set_pool_access(int dev, CUmemAccess_flags prot)
+{
+    CUmemoryPool pool;
+    CUmemAccessDesc desc = {{CU_MEM_LOCATION_TYPE_DEVICE, 1 - dev}, prot};
+    PL_OK(cuDeviceGetDefaultMemPool(&pool, dev));
+    PL_OK(cuMemPoolSetAccess(pool, &desc, 1));
+}
+
+/* A pool end and an ordinary one. The copy engine of the issuing device
+ * reads the source and writes the destination: with the pool granted to
+ * the other device (read for a source, read-write for a destination) and
+ * context peer access from the issuing device, which the shim enables as
+ * for any copy, the driver copies directly, issued on either device;
+ * without the grant, or with a read grant on a destination, the shim
+ * relays. */
+static void granted_mixed(void)
+{
+    CUdeviceptr p0 = pool_alloc(0, N), p1 = pool_alloc(1, N);
+    CUdeviceptr d0 = pl_alloc(env.ctx[0], N), d1 = pl_alloc(env.ctx[1], N);
+    CUdeviceptr stage0 = pl_alloc(env.ctx[0], N), stage1 = pl_alloc(env.ctx[1], N);
+    mixed_copy("ungranted pool->device", d1, 1, p0, 0, stage0, s0, 1);
+    set_pool_access(0, CU_MEM_ACCESS_FLAGS_PROT_READ);
+    mixed_copy("read-granted pool->device on device 0", d1, 1, p0, 0, stage0, s0, 0);
+    mixed_copy("read-granted pool->device on device 1", d1, 1, p0, 0, stage0, s1, 0);
+    set_pool_access(1, CU_MEM_ACCESS_FLAGS_PROT_READ);
+    mixed_copy("device->read-granted pool", p1, 1, d0, 0, stage0, s0, 1);
+    set_pool_access(1, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+    mixed_copy("device->granted pool on device 0", p1, 1, d0, 0, stage0, s0, 0);
+    mixed_copy("device->granted pool on device 1", p1, 1, d0, 0, stage0, s1, 0);
+    mixed_copy("granted pool->device back", d0, 0, p1, 1, stage1, s1, 0);
+    set_pool_access(0, CU_MEM_ACCESS_FLAGS_PROT_NONE);
+    set_pool_access(1, CU_MEM_ACCESS_FLAGS_PROT_NONE);
+    mixed_copy("grant taken back: pool->device", d1, 1, p0, 0, stage0, s0, 1);
+    pool_free(0, p0);
+    pool_free(1, p1);
+    pl_free(env.ctx[0], d0);
+    pl_free(env.ctx[1], d1);
+    pl_free(env.ctx[0], stage0);
+    pl_free(env.ctx[1], stage1);
+}
+
 #define THREADS 4
 #define ROUNDS 3
 
@@ -266,6 +337,7 @@ int main(int argc, char **argv)
     PL_OK(cuStreamCreate(&s1, 0));
     cases();
     granted();
+    granted_mixed();
     PL_OK(cuStreamDestroy_v2(s1));
     pl_use(env.ctx[0]);
     PL_OK(cuStreamDestroy_v2(s0));
