@@ -11,10 +11,14 @@
  * STANDIN_LEAK_REPORT=1) is the same with and without the shim: nothing
  * of the relay's is alive at a context's end or at exit.
  * "pool_relay shim|noshim threads": four threads relay at once, each on a
- * stream of its own (ThreadSanitizer runs it). */
+ * stream of its own (ThreadSanitizer runs it). "pool_relay shim|noshim
+ * streams": a relay on one stream completes while another stream, whose
+ * relay was issued first, is held. */
+#define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "pl_common.h"
 
@@ -324,6 +328,71 @@ static int threads(void)
     return pl_finish("pool_relay threads");
 }
 
+/* Polls stream s (cuStreamQuery) for up to two seconds: 1 once its work
+ * is done, 0 when it still is not (a test fails, never hangs). */
+static int done_within(CUstream s)
+{
+    for (int i = 0; i < 2000; i++) {
+        CUresult r = cuStreamQuery(s);
+        if (r == CUDA_SUCCESS)
+            return 1;
+        PL_EXPECT(r == CUDA_ERROR_NOT_READY, "cuStreamQuery: %d", (int)r);
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    return 0;
+}
+
+/* Two program streams on device 0, each relaying a copy 0 -> 1. Stream A
+ * is held (cuStreamWaitValue32 on a word of pinned memory) before its
+ * copy; the copy on stream B must finish while A is still held, relayed
+ * (peer bytes, no staging): B's relay may not wait for A's. Then A is let
+ * go and its copy arrives too. */
+static int streams(void)
+{
+    CUstream a, b;
+    CUdeviceptr a0 = pool_alloc(0, N), a1 = pool_alloc(1, N);
+    CUdeviceptr b0 = pool_alloc(0, N), b1 = pool_alloc(1, N);
+    pl_fill(env.ctx[0], a0, N, 71);
+    pl_fill(env.ctx[0], b0, N, 72);
+    pl_use(env.ctx[0]);
+    PL_OK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
+    PL_OK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
+    uint32_t *gate = NULL;
+    PL_OK(cuMemAllocHost_v2((void **)&gate, sizeof *gate));
+    __atomic_store_n(gate, 0, __ATOMIC_RELEASE);
+    struct standin_stats s0, s1;
+    pl_stats(&s0);
+    PL_OK(cuStreamWaitValue32_v2(a, (CUdeviceptr)(uintptr_t)gate, 1, CU_STREAM_WAIT_VALUE_GEQ));
+    PL_OK(cuMemcpyAsync(a1, a0, N, a));
+    PL_OK(cuMemcpyAsync(b1, b0, N, b));
+    int b_done = done_within(b);
+    PL_EXPECT(b_done, "streams: the copy on stream B waits for held stream A");
+    PL_EXPECT(cuStreamQuery(a) == CUDA_ERROR_NOT_READY, "streams: stream A ran while held");
+    pl_stats(&s1);
+    uint64_t peer = s1.peer_bytes - s0.peer_bytes, staged = s1.staged_bytes - s0.staged_bytes;
+    /* Both copies count at issue, A's too. */
+    PL_EXPECT(!b_done || (shim ? peer == 2 * N && staged == 0 : peer == 0 && staged == 2 * N),
+              "streams: the two copies: peer %llu staged %llu bytes of %zu",
+              (unsigned long long)peer, (unsigned long long)staged, 2 * (size_t)N);
+    if (b_done)
+        pl_verify(env.ctx[1], b1, N, 72, "streams: stream B");
+    __atomic_store_n(gate, 1, __ATOMIC_RELEASE);
+    pl_use(env.ctx[0]);
+    PL_OK(cuStreamSynchronize(a));
+    PL_OK(cuStreamSynchronize(b));
+    pl_verify(env.ctx[1], a1, N, 71, "streams: stream A");
+    printf("streams: B done while A held\n");
+    PL_OK(cuMemFreeHost(gate));
+    PL_OK(cuStreamDestroy_v2(a));
+    PL_OK(cuStreamDestroy_v2(b));
+    pool_free(0, a0);
+    pool_free(0, b0);
+    pool_free(1, a1);
+    pool_free(1, b1);
+    return pl_finish("pool_relay streams");
+}
+
 int main(int argc, char **argv)
 {
     shim = pl_want_shim(argc, argv);
@@ -331,6 +400,8 @@ int main(int argc, char **argv)
     pl_init(&env);
     if (argc > 2 && strcmp(argv[2], "threads") == 0)
         return threads();
+    if (argc > 2 && strcmp(argv[2], "streams") == 0)
+        return streams();
     pl_use(env.ctx[0]);
     PL_OK(cuStreamCreate(&s0, 0));
     pl_use(env.ctx[1]);
