@@ -4,14 +4,17 @@
 #include "log.h"
 #include "relay_scratch.h"
 #include "resolve.h"
+#include "shim.h"
 
 /* One relayed copy while it is issued (under relay_lock). */
 struct relay_plan {
     const struct copy_call *call;
     CUdeviceptr dst, src;
     size_t bytes;
-    struct relay_dev *s, *d; /* the pool ends' devices (NULL: an ordinary end) */
-    struct relay_dev *x;     /* issues the peer copies: a pool end's device */
+    int lane;                /* the program stream's lane (relay_scratch.h) */
+    struct relay_lane *s, *d; /* the lane on the pool ends' devices (NULL: an
+                              * ordinary end) */
+    struct relay_lane *x;    /* issues the peer copies: a pool end's device */
     struct relay_dev *home;  /* the device of the program's stream */
     CUevent last;            /* the relay's last event so far */
 };
@@ -34,7 +37,7 @@ static CUresult cp(CUdeviceptr to, CUdeviceptr from, size_t n, CUstream s)
 /* Chunk [off, off+len) through slot k of each pool end's device. */
 static CUresult chunk(struct relay_plan *p, size_t off, size_t len, int k)
 {
-    struct relay_dev *s = p->s, *d = p->d, *x = p->x;
+    struct relay_lane *s = p->s, *d = p->d, *x = p->x;
     CUdeviceptr from = p->src + off, to = p->dst + off;
     CUresult r = CUDA_SUCCESS;
     if (s != NULL) { /* into the source's slot, once the slot's last reader is done */
@@ -159,7 +162,16 @@ static bool capturing(const struct copy_call *call)
            st != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
-/* The plan's devices; false when one cannot be had. */
+/* The program's stream as the lanes tell streams apart. */
+static struct relay_stream stream_of(const struct copy_call *call, CUcontext exec)
+{
+    bool per_thread = call->stream == CU_STREAM_PER_THREAD ||
+                      (call->stream == NULL && call->per_thread);
+    struct relay_stream st = {call->stream, exec, per_thread ? shim_thread_id() : 0};
+    return st;
+}
+
+/* The plan's devices and lanes; false when one cannot be had. */
 static bool plan_devices(struct relay_plan *p, const struct copy_end *src,
                          const struct copy_end *dst)
 {
@@ -168,45 +180,20 @@ static bool plan_devices(struct relay_plan *p, const struct copy_end *src,
     bool home_s = exec != NULL && exec == src->ctx, home_d = exec != NULL && exec == dst->ctx;
     struct relay_dev *sd = NULL, *dd = NULL;
     if (s_pool || home_s)
-        sd = relay_dev_get(src->route.device, src->ctx, s_pool);
+        sd = relay_dev_get(src->route.device, src->ctx);
     if (d_pool || home_d)
-        dd = relay_dev_get(dst->route.device, dst->ctx, d_pool);
-    p->s = s_pool ? sd : NULL;
-    p->d = d_pool ? dd : NULL;
-    p->x = s_pool ? sd : dd;
+        dd = relay_dev_get(dst->route.device, dst->ctx);
     p->home = home_s ? sd : home_d ? dd : NULL;
-    return p->x != NULL && p->home != NULL && (!s_pool || sd != NULL) && (!d_pool || dd != NULL);
-}
-
-/* Whether the pool holding ptr grants device `other` read-write access:
- * the program's own grant, which lets the driver copy it directly. Asked
- * of the driver each time (two calls against a copy of at least the relay
- * minimum): a grant can change at any time, and the program's answers
- * must stay its own. false for memory of no pool. */
-static bool pool_grants(CUdeviceptr ptr, int other)
-{
-    const struct driver_api *api = driver_api();
-    CUmemoryPool pool = NULL;
-    CUpointer_attribute attr = CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE;
-    void *data = &pool;
-    if (api->pointer_get_attributes == NULL || api->mem_pool_get_access == NULL ||
-        api->pointer_get_attributes(1, &attr, &data, ptr) != CUDA_SUCCESS || pool == NULL)
+    if (p->home == NULL || (s_pool && sd == NULL) || (d_pool && dd == NULL))
         return false;
-    CUmemLocation where = {CU_MEM_LOCATION_TYPE_DEVICE, other};
-    CUmemAccess_flags flags = CU_MEM_ACCESS_FLAGS_PROT_NONE;
-    return api->mem_pool_get_access(&flags, pool, &where) == CUDA_SUCCESS &&
-           flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-}
-
-/* The program made both pool ends reachable from the other device itself:
- * the driver goes direct, and a relay would only add two local copies. */
-static bool program_granted(CUdeviceptr src_ptr, const struct copy_end *src, CUdeviceptr dst_ptr,
-                            const struct copy_end *dst)
-{
-    /* Both ends pool memory: an ordinary end would need context peer
-     * access, which the relay does not and the program may not have. */
-    return src->route.kind == MEM_KIND_POOL && dst->route.kind == MEM_KIND_POOL &&
-           pool_grants(src_ptr, dst->route.device) && pool_grants(dst_ptr, src->route.device);
+    struct relay_stream st = stream_of(p->call, exec);
+    p->lane = relay_lane_pick(&st);
+    if (p->lane < 0)
+        return false;
+    p->s = s_pool ? relay_lane_get(sd, src->route.device, p->lane, true) : NULL;
+    p->d = d_pool ? relay_lane_get(dd, dst->route.device, p->lane, true) : NULL;
+    p->x = s_pool ? p->s : p->d;
+    return p->x != NULL && (!s_pool || p->s != NULL) && (!d_pool || p->d != NULL);
 }
 
 enum route_reason pool_relay_apply(struct copy_call *call, const struct route_decision *d,
@@ -217,12 +204,10 @@ enum route_reason pool_relay_apply(struct copy_call *call, const struct route_de
         return ROUTE_SHIM_ERROR;
     if (capturing(call))
         return ROUTE_POOL;
-    struct relay_plan p = {call, *call->alias_dst, *call->alias_src, bytes, NULL, NULL,
-                           NULL, NULL, NULL};
+    struct relay_plan p = {call, *call->alias_dst, *call->alias_src, bytes, -1, NULL,
+                           NULL, NULL, NULL, NULL};
     if (!inside(p.src, bytes) || !inside(p.dst, bytes))
         return ROUTE_RELAY_FAILED;
-    if (program_granted(p.src, src, p.dst, dst))
-        return ROUTE_APP_PEER;
     if (d->need_enable) {
         enum route_reason r = upgrade_enable(d, src, dst);
         if (r != ROUTE_UPGRADED)
@@ -233,6 +218,8 @@ enum route_reason pool_relay_apply(struct copy_call *call, const struct route_de
     bool planned = plan_devices(&p, src, dst);
     if (planned)
         r = issue(&p);
+    if (planned) /* a relay given up was waited for: nothing in flight */
+        relay_lane_issued(p.lane, r == CUDA_SUCCESS ? p.last : NULL);
     relay_unlock();
     /* Outside the lock: other threads' relays are issued meanwhile (a
      * later record of the same event only makes the wait longer). */

@@ -76,6 +76,11 @@ struct route_input {
                             * ends (linear copies) */
     bool relay_ok;         /* the caller lets the shim replace the copy
                             * (linear copies) and the relay is on */
+    bool pool_granted;     /* every pool end is granted to the other end's
+                            * device by the program itself (cuMemPoolSetAccess:
+                            * read for a source, read-write for a
+                            * destination); asked only of a copy the relay
+                            * would otherwise take */
 };
 
 struct route_decision {
@@ -97,7 +102,10 @@ bool route_from_dst(const struct route_input *in);
  * mode off; ordinals past P2PSHIM_MAX_DEVICES; managed and pool memory
  * (context peer access does not cover them: passed through; pool memory
  * is relayed instead when relay_ok and the copy is at least
- * ROUTE_RELAY_MIN, with the same checks as an alias), and mapped
+ * ROUTE_RELAY_MIN, with the same checks as an alias; unless pool_granted
+ * and the copy is issued by one of its two devices: then two pool ends
+ * pass as the program's own peer copy, and a pool end with an ordinary
+ * one takes the ordinary rules below), and mapped
  * memory unless alias_ok (then ROUTE_ALIAS, after the pair filter, the
  * size threshold, capability and a remembered failure of a link not yet
  * up: the program's or the shim's link does not reach mapped memory); the

@@ -21,6 +21,30 @@ static int exec_device(const struct copy_call *call, const struct copy_end *src,
     return driver_ctx_device(ctx);
 }
 
+/* Whether the pool holding ptr grants device `other` the access a copy
+ * engine of that device needs (read for a source, read-write for a
+ * destination): the program's own grant. Asked of the driver each time
+ * (two calls, against a copy of at least the relay minimum): a grant can
+ * change at any time, and the program's answers must stay its own. true
+ * for memory of no pool (an ordinary end needs no grant). */
+static bool pool_grants(CUdeviceptr ptr, const struct copy_end *end, int other, bool write)
+{
+    const struct driver_api *api = driver_api();
+    if (end->route.kind != MEM_KIND_POOL)
+        return true;
+    CUmemoryPool pool = NULL;
+    CUpointer_attribute attr = CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE;
+    void *data = &pool;
+    if (api->pointer_get_attributes == NULL || api->mem_pool_get_access == NULL ||
+        api->pointer_get_attributes(1, &attr, &data, ptr) != CUDA_SUCCESS || pool == NULL)
+        return false;
+    CUmemLocation where = {CU_MEM_LOCATION_TYPE_DEVICE, other};
+    CUmemAccess_flags flags = CU_MEM_ACCESS_FLAGS_PROT_NONE;
+    return api->mem_pool_get_access(&flags, pool, &where) == CUDA_SUCCESS &&
+           (flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE ||
+            (!write && flags == CU_MEM_ACCESS_FLAGS_PROT_READ));
+}
+
 struct route_decision upgrade_decide(const struct copy_call *call, const struct copy_end *src,
                                      const struct copy_end *dst, size_t bytes,
                                      const struct p2pshim_config *cfg)
@@ -40,7 +64,15 @@ struct route_decision upgrade_decide(const struct copy_call *call, const struct 
         const struct copy_end *to = from == src ? dst : src;
         peer_view(from->ctx, from->route.device, to->ctx, to->route.device, &in.link);
     }
-    return route_decide(&in, cfg);
+    struct route_decision d = route_decide(&in, cfg);
+    /* The program's grants are asked only of a copy the relay would take. */
+    if (d.action == ROUTE_RELAY &&
+        pool_grants(*call->alias_src, src, dst->route.device, false) &&
+        pool_grants(*call->alias_dst, dst, src->route.device, true)) {
+        in.pool_granted = true;
+        d = route_decide(&in, cfg);
+    }
+    return d;
 }
 
 enum route_reason upgrade_enable(const struct route_decision *d, const struct copy_end *src,

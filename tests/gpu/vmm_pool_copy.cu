@@ -11,7 +11,9 @@
  *         cuda_async_memory_resource and CuPy's MemoryAsyncPool), then
  *         cudaMallocFromPoolAsync and cudaMemcpyPeerAsync 0->1, 1->0,
  *         pool to ordinary device memory and back; then the same 0->1
- *         after the program grants the pools to each other itself.
+ *         after the program grants the pools to each other itself, and
+ *         a granted pool to ordinary device memory and back (under the
+ *         shim a direct peer copy, not a relay).
  * Each copy is checked byte for byte and timed (GB/s printed). What the
  * program can observe of access is read before and after every copy
  * (cuMemGetAccess on the mappings, cudaMemPoolGetAccess on the pools) and
@@ -397,6 +399,13 @@ static void pool_case(size_t n, bool expect_peer, unsigned char *host)
     grant(pool[0], 1);
     grant(pool[1], 0);
     pool_copy("pool 0->1 granted by the program", p[1], 1, p[0], 0, n, PEER, 25, false, host);
+    /* A granted pool end with an ordinary one: under the shim a direct
+     * peer copy (the shim's link enabled from the issuing device), no
+     * relay; it must run over the link too. */
+    pool_copy("pool 0->device 1 granted by the program", d1, 1, p[0], 0, n, PEER, 26,
+              expect_peer, host);
+    pool_copy("device 1->pool 0 granted by the program", p[0], 0, d1, 1, n, PEER, 27,
+              expect_peer, host);
     GT_CHECK(cudaFree(d1));
     for (int d = 0; d < 2; d++) {
         GT_CHECK(cudaSetDevice(d));

@@ -11,10 +11,14 @@
  * STANDIN_LEAK_REPORT=1) is the same with and without the shim: nothing
  * of the relay's is alive at a context's end or at exit.
  * "pool_relay shim|noshim threads": four threads relay at once, each on a
- * stream of its own (ThreadSanitizer runs it). */
+ * stream of its own (ThreadSanitizer runs it). "pool_relay shim|noshim
+ * streams": a relay on one stream completes while another stream, whose
+ * relay was issued first, is held. */
+#define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "pl_common.h"
 
@@ -202,6 +206,77 @@ static void granted(void)
     pl_free(env.ctx[0], stage0);
 }
 
+/* One copy of N bytes from src to dst on stream s, the source first
+ * filled from stage (ordinary memory on the source's device); relayed: the
+ * shim must relay it (the relay's local copies show as same-device
+ * copies), else it must leave it to a direct peer copy. Without the shim
+ * the stand-in stages what no grant reaches. */
+static void mixed_copy(const char *name, CUdeviceptr dst, int ddev, CUdeviceptr src, int sdev,
+                       CUdeviceptr stage, CUstream s, int relayed)
+{
+    struct standin_stats a, b;
+    pl_fill(env.ctx[sdev], stage, N, ++seed);
+    pl_use(env.ctx[sdev]);
+    PL_OK(cuMemcpyDtoD_v2(src, stage, N));
+    pl_set(env.ctx[ddev], dst, N, 0x44);
+    pl_stats(&a);
+    PL_OK(cuMemcpyAsync(dst, src, N, s));
+    PL_OK(cuStreamSynchronize(s));
+    pl_stats(&b);
+    pl_verify(env.ctx[ddev], dst, N, seed, name);
+    uint64_t peer = b.peer_bytes - a.peer_bytes, staged = b.staged_bytes - a.staged_bytes;
+    uint64_t local = b.same_device_copies - a.same_device_copies;
+    if (!shim)
+        relayed = 0;
+    PL_EXPECT(relayed ? peer == N && staged == 0 && local > 0
+                      : peer + staged == N && local == 0 && (shim ? staged == 0 : 1),
+              "%s: peer %llu staged %llu bytes of %zu, %llu same-device copies", name,
+              (unsigned long long)peer, (unsigned long long)staged, (size_t)N,
+              (unsigned long long)local);
+    printf("%s: %zu bytes\n", name, (size_t)N);
+}
+
+static void set_pool_access(int dev, CUmemAccess_flags prot)
+{
+    CUmemoryPool pool;
+    CUmemAccessDesc desc = {{CU_MEM_LOCATION_TYPE_DEVICE, 1 - dev}, prot};
+    PL_OK(cuDeviceGetDefaultMemPool(&pool, dev));
+    PL_OK(cuMemPoolSetAccess(pool, &desc, 1));
+}
+
+/* A pool end and an ordinary one. The copy engine of the issuing device
+ * reads the source and writes the destination: with the pool granted to
+ * the other device (read for a source, read-write for a destination) and
+ * context peer access from the issuing device, which the shim enables as
+ * for any copy, the driver copies directly, issued on either device;
+ * without the grant, or with a read grant on a destination, the shim
+ * relays. */
+static void granted_mixed(void)
+{
+    CUdeviceptr p0 = pool_alloc(0, N), p1 = pool_alloc(1, N);
+    CUdeviceptr d0 = pl_alloc(env.ctx[0], N), d1 = pl_alloc(env.ctx[1], N);
+    CUdeviceptr stage0 = pl_alloc(env.ctx[0], N), stage1 = pl_alloc(env.ctx[1], N);
+    mixed_copy("ungranted pool->device", d1, 1, p0, 0, stage0, s0, 1);
+    set_pool_access(0, CU_MEM_ACCESS_FLAGS_PROT_READ);
+    mixed_copy("read-granted pool->device on device 0", d1, 1, p0, 0, stage0, s0, 0);
+    mixed_copy("read-granted pool->device on device 1", d1, 1, p0, 0, stage0, s1, 0);
+    set_pool_access(1, CU_MEM_ACCESS_FLAGS_PROT_READ);
+    mixed_copy("device->read-granted pool", p1, 1, d0, 0, stage0, s0, 1);
+    set_pool_access(1, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+    mixed_copy("device->granted pool on device 0", p1, 1, d0, 0, stage0, s0, 0);
+    mixed_copy("device->granted pool on device 1", p1, 1, d0, 0, stage0, s1, 0);
+    mixed_copy("granted pool->device back", d0, 0, p1, 1, stage1, s1, 0);
+    set_pool_access(0, CU_MEM_ACCESS_FLAGS_PROT_NONE);
+    set_pool_access(1, CU_MEM_ACCESS_FLAGS_PROT_NONE);
+    mixed_copy("grant taken back: pool->device", d1, 1, p0, 0, stage0, s0, 1);
+    pool_free(0, p0);
+    pool_free(1, p1);
+    pl_free(env.ctx[0], d0);
+    pl_free(env.ctx[1], d1);
+    pl_free(env.ctx[0], stage0);
+    pl_free(env.ctx[1], stage1);
+}
+
 #define THREADS 4
 #define ROUNDS 3
 
@@ -253,6 +328,71 @@ static int threads(void)
     return pl_finish("pool_relay threads");
 }
 
+/* Polls stream s (cuStreamQuery) for up to two seconds: 1 once its work
+ * is done, 0 when it still is not (a test fails, never hangs). */
+static int done_within(CUstream s)
+{
+    for (int i = 0; i < 2000; i++) {
+        CUresult r = cuStreamQuery(s);
+        if (r == CUDA_SUCCESS)
+            return 1;
+        PL_EXPECT(r == CUDA_ERROR_NOT_READY, "cuStreamQuery: %d", (int)r);
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    return 0;
+}
+
+/* Two program streams on device 0, each relaying a copy 0 -> 1. Stream A
+ * is held (cuStreamWaitValue32 on a word of pinned memory) before its
+ * copy; the copy on stream B must finish while A is still held, relayed
+ * (peer bytes, no staging): B's relay may not wait for A's. Then A is let
+ * go and its copy arrives too. */
+static int streams(void)
+{
+    CUstream a, b;
+    CUdeviceptr a0 = pool_alloc(0, N), a1 = pool_alloc(1, N);
+    CUdeviceptr b0 = pool_alloc(0, N), b1 = pool_alloc(1, N);
+    pl_fill(env.ctx[0], a0, N, 71);
+    pl_fill(env.ctx[0], b0, N, 72);
+    pl_use(env.ctx[0]);
+    PL_OK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
+    PL_OK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
+    uint32_t *gate = NULL;
+    PL_OK(cuMemAllocHost_v2((void **)&gate, sizeof *gate));
+    __atomic_store_n(gate, 0, __ATOMIC_RELEASE);
+    struct standin_stats s0, s1;
+    pl_stats(&s0);
+    PL_OK(cuStreamWaitValue32_v2(a, (CUdeviceptr)(uintptr_t)gate, 1, CU_STREAM_WAIT_VALUE_GEQ));
+    PL_OK(cuMemcpyAsync(a1, a0, N, a));
+    PL_OK(cuMemcpyAsync(b1, b0, N, b));
+    int b_done = done_within(b);
+    PL_EXPECT(b_done, "streams: the copy on stream B waits for held stream A");
+    PL_EXPECT(cuStreamQuery(a) == CUDA_ERROR_NOT_READY, "streams: stream A ran while held");
+    pl_stats(&s1);
+    uint64_t peer = s1.peer_bytes - s0.peer_bytes, staged = s1.staged_bytes - s0.staged_bytes;
+    /* Both copies count at issue, A's too. */
+    PL_EXPECT(!b_done || (shim ? peer == 2 * N && staged == 0 : peer == 0 && staged == 2 * N),
+              "streams: the two copies: peer %llu staged %llu bytes of %zu",
+              (unsigned long long)peer, (unsigned long long)staged, 2 * (size_t)N);
+    if (b_done)
+        pl_verify(env.ctx[1], b1, N, 72, "streams: stream B");
+    __atomic_store_n(gate, 1, __ATOMIC_RELEASE);
+    pl_use(env.ctx[0]);
+    PL_OK(cuStreamSynchronize(a));
+    PL_OK(cuStreamSynchronize(b));
+    pl_verify(env.ctx[1], a1, N, 71, "streams: stream A");
+    printf("streams: B done while A held\n");
+    PL_OK(cuMemFreeHost(gate));
+    PL_OK(cuStreamDestroy_v2(a));
+    PL_OK(cuStreamDestroy_v2(b));
+    pool_free(0, a0);
+    pool_free(0, b0);
+    pool_free(1, a1);
+    pool_free(1, b1);
+    return pl_finish("pool_relay streams");
+}
+
 int main(int argc, char **argv)
 {
     shim = pl_want_shim(argc, argv);
@@ -260,12 +400,15 @@ int main(int argc, char **argv)
     pl_init(&env);
     if (argc > 2 && strcmp(argv[2], "threads") == 0)
         return threads();
+    if (argc > 2 && strcmp(argv[2], "streams") == 0)
+        return streams();
     pl_use(env.ctx[0]);
     PL_OK(cuStreamCreate(&s0, 0));
     pl_use(env.ctx[1]);
     PL_OK(cuStreamCreate(&s1, 0));
     cases();
     granted();
+    granted_mixed();
     PL_OK(cuStreamDestroy_v2(s1));
     pl_use(env.ctx[0]);
     PL_OK(cuStreamDestroy_v2(s0));

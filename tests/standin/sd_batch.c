@@ -71,7 +71,7 @@ static CUresult issue_all(struct elem *e, size_t n, struct CUstream_st *s)
         pageable |= !e[i].da || !e[i].sa;
     }
     if (pageable)
-        sd_run_until(s, last);
+        sd_block_until(s, last);
     return CUDA_SUCCESS;
 }
 

@@ -237,8 +237,16 @@ static CUresult ctx_synchronize(void)
 {
     struct CUctx_st *c;
     CUresult r = sd_current(&c);
-    if (r == CUDA_SUCCESS)
+    while (r == CUDA_SUCCESS) {
         sd_flush_ctx(c, 1);
+        struct CUstream_st *held = NULL;   /* a value wait holds it */
+        for (struct CUstream_st *s = sd.streams; s && !held; s = s->next)
+            if (s->ctx == c && s->head)
+                held = s;
+        if (!held)
+            break;
+        sd_block_until(held, UINT64_MAX);
+    }
     return r;
 }
 SD_API CUresult CUDAAPI cuCtxSynchronize(void)

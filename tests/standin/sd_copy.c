@@ -57,7 +57,7 @@ static CUresult issue(const struct sd_xfer *x, const struct sd_alloc *da,
         s->sim_ns += ns;
         sd_enqueue(s, op);
         if (!da || !sa)
-            sd_run_until(s, op->seq);
+            sd_block_until(s, op->seq);
         return CUDA_SUCCESS;
     }
     struct CUctx_st *touch[4] = {owner_ctx(da), owner_ctx(sa), NULL, NULL};

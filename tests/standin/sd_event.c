@@ -117,7 +117,7 @@ static CUresult event_sync(CUevent ev)
         return CUDA_ERROR_INVALID_HANDLE;
     struct CUstream_st *s;
     if (event_pending(e, &s))
-        sd_run_until(s, e->seq);
+        sd_block_until(s, e->seq);
     return CUDA_SUCCESS;
 }
 SD_API CUresult CUDAAPI cuEventSynchronize(CUevent hEvent)

@@ -85,7 +85,7 @@ struct CUctx_st {
  * functions in sd_stream_api.c, events in sd_event.c) ---- */
 enum sd_stream_kind { SD_STREAM_LEGACY, SD_STREAM_PTDS, SD_STREAM_USER };
 
-enum sd_op_kind { SD_OP_COPY, SD_OP_MEMSET, SD_OP_RECORD, SD_OP_WAIT };
+enum sd_op_kind { SD_OP_COPY, SD_OP_MEMSET, SD_OP_RECORD, SD_OP_WAIT, SD_OP_WAIT_VALUE };
 
 /* A strided 3D copy between host-addressable bytes (every simulated memory
  * is host memory). Row r of slice z starts at base + z*slice + r*pitch. */
@@ -107,6 +107,10 @@ struct sd_op {
     char *mdst; size_t mpitch, mwidth, mheight;    /* SD_OP_MEMSET */
     unsigned mvalue; int melem;
     uint64_t wait_stream, wait_seq;                /* SD_OP_WAIT */
+    const uint32_t *wv_addr; uint32_t wv_value;    /* SD_OP_WAIT_VALUE: the */
+    unsigned wv_cond;                              /* stream holds until the
+                                                    * word at wv_addr meets
+                                                    * cond (cuStreamWaitValue32) */
     int captured;     /* issued to a capturing stream: part of a graph, not run */
 };
 
@@ -274,7 +278,18 @@ struct CUstream_st *sd_stream_new(struct CUctx_st *c, enum sd_stream_kind k,
 void sd_stream_free(struct CUstream_st *s);   /* unlinks; drops its ops */
 struct sd_op *sd_op_new(enum sd_op_kind k);
 void sd_enqueue(struct CUstream_st *s, struct sd_op *op);
-void sd_run_until(struct CUstream_st *s, uint64_t limit);
+/* Runs the operations of s up to seq limit, each after its dependencies.
+ * 1 when all of them ran; 0 when a value wait that does not hold yet
+ * (cuStreamWaitValue32), in s or in a dependency, stopped it: what
+ * follows it stays queued, as on a GPU. */
+int sd_run_until(struct CUstream_st *s, uint64_t limit);
+/* sd_run_until, blocking as a synchronising call of the driver does: while
+ * a value wait holds the work, the lock is let go for a millisecond at a
+ * time (another thread may write the value). Returns when it all ran or
+ * the stream is gone. */
+void sd_block_until(struct CUstream_st *s, uint64_t limit);
+/* Runs the streams' work in issue order; a stream held by a value wait is
+ * dropped from the set (its entry set to NULL). */
 void sd_flush_set(struct CUstream_st **set, size_t n);
 void sd_flush_ctx(struct CUctx_st *c, int include_nonblocking);
 void sd_flush_all(void);

@@ -28,6 +28,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- stream objects ---- */
 
@@ -226,31 +227,66 @@ static int blocking(const struct CUstream_st *s)
            (s->kind == SD_STREAM_USER && !(s->flags & CU_STREAM_NON_BLOCKING));
 }
 
-/* Runs the operations of s with seq <= limit, each after its
- * dependencies. The recursion ends: a dependency always has a smaller
- * seq, and what a recursive call reaches in s itself is already done. */
-void sd_run_until(struct CUstream_st *s, uint64_t limit)
+/* A value wait's condition (cuStreamWaitValue32's flags; the word read
+ * atomically: the program writes it from another thread). */
+static int wait_value_holds(const struct sd_op *op)
+{
+    uint32_t v = __atomic_load_n(op->wv_addr, __ATOMIC_ACQUIRE);
+    switch (op->wv_cond) {
+    case CU_STREAM_WAIT_VALUE_EQ: return v == op->wv_value;
+    case CU_STREAM_WAIT_VALUE_AND: return (v & op->wv_value) != 0;
+    case CU_STREAM_WAIT_VALUE_NOR: return ~(v | op->wv_value) != 0;
+    default: return (int32_t)(v - op->wv_value) >= 0;
+    }
+}
+
+/* The dependencies of op, the head of s, run first; 0 when one is held. */
+static int run_deps(struct CUstream_st *s, const struct sd_op *op)
+{
+    if (s->kind == SD_STREAM_LEGACY) {
+        for (struct CUstream_st *b = sd.streams; b; b = b->next)
+            if (b->ctx == s->ctx && blocking(b) && !sd_run_until(b, op->seq - 1))
+                return 0;
+    } else if (blocking(s) && !sd_run_until(s->ctx->legacy, op->seq - 1)) {
+        return 0;
+    }
+    if (op->kind == SD_OP_WAIT) {
+        struct CUstream_st *t = sd_stream_by_id(op->wait_stream);
+        if (t && !sd_run_until(t, op->wait_seq))
+            return 0;
+    }
+    return op->kind != SD_OP_WAIT_VALUE || op->captured || wait_value_holds(op);
+}
+
+/* The recursion ends: a dependency always has a smaller seq, and what a
+ * recursive call reaches in s itself is already done. */
+int sd_run_until(struct CUstream_st *s, uint64_t limit)
 {
     while (s->head && s->head->seq <= limit) {
         struct sd_op *op = s->head;
-        if (s->kind == SD_STREAM_LEGACY) {
-            for (struct CUstream_st *b = sd.streams; b; b = b->next)
-                if (b->ctx == s->ctx && blocking(b))
-                    sd_run_until(b, op->seq - 1);
-        } else if (blocking(s)) {
-            sd_run_until(s->ctx->legacy, op->seq - 1);
-        }
-        if (op->kind == SD_OP_WAIT) {
-            struct CUstream_st *t = sd_stream_by_id(op->wait_stream);
-            if (t)
-                sd_run_until(t, op->wait_seq);
-        }
+        if (!run_deps(s, op))
+            return 0;
         s->head = op->next;
         if (!s->head)
             s->tail = NULL;
         sd.pending--;
         exec_op(op);
         op_free(op);
+    }
+    return 1;
+}
+
+void sd_block_until(struct CUstream_st *s, uint64_t limit)
+{
+    uint64_t id = s->id;
+    while (!sd_run_until(s, limit)) {
+        pthread_mutex_unlock(&sd_mu);
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+        pthread_mutex_lock(&sd_mu);
+        s = sd_stream_by_id(id);
+        if (s == NULL)
+            return;
     }
 }
 
@@ -265,7 +301,10 @@ void sd_flush_set(struct CUstream_st **set, size_t n)
                 best = set[i];
         if (!best)
             return;
-        sd_run_until(best, best->head->seq);
+        if (!sd_run_until(best, best->head->seq))
+            for (size_t i = 0; i < n; i++)
+                if (set[i] == best)
+                    set[i] = NULL;
     }
 }
 
@@ -336,5 +375,5 @@ void sd_sync_run(struct CUctx_st *cur, struct CUctx_st **touch, size_t ntouch,
     } else {
         flush_matching(ctxs, n, 0);
     }
-    sd_run_until(home, seq);   /* op itself, if nothing above ran it */
+    sd_block_until(home, seq);   /* op itself, if nothing above ran it */
 }

@@ -21,6 +21,7 @@ static int failures;
 #define SHIM_ANY 16 /* the shim enabled the opposite direction only */
 #define ALIAS 32    /* the caller can re-issue with aliases (alias_ok) */
 #define RELAY 64    /* the caller lets the shim relay the copy (relay_ok) */
+#define GRANTED 128 /* the program granted every pool end to the other device */
 #define MIB (1 << 20)
 #define POOL(d) {true, MEM_KIND_POOL, (d)}
 #define VMM(d) {true, MEM_KIND_VMM, (d)}
@@ -60,6 +61,17 @@ static const struct row rows[] = {
     {"pool to mapped: not relayed", POOL(0), VMM(1), MIB, -1, CAN | ALIAS | RELAY, 0, ROUTE_PASS, ROUTE_POOL, -1, -1},
     {"pool, relay, cannot peer", POOL(0), POOL(1), MIB, -1, ALIAS | RELAY, 0, ROUTE_PASS, ROUTE_NO_PEER_CAPABILITY, -1, -1},
     {"pool, relay, pair excluded", POOL(0), POOL(1), MIB, -1, CAN | ALIAS | RELAY, 3, ROUTE_PASS, ROUTE_PAIR_EXCLUDED, -1, -1},
+    {"pools granted: the program's peer copy", POOL(0), POOL(1), MIB, 0, CAN | ALIAS | RELAY | GRANTED, 0, ROUTE_PASS, ROUTE_APP_PEER, -1, -1},
+    {"pools granted, issued on a third", POOL(0), POOL(1), MIB, 2, CAN | ALIAS | RELAY | GRANTED, 0, ROUTE_PASS, ROUTE_APP_PEER, -1, -1},
+    {"granted pool to device, issued on src: enable", POOL(0), DEV(1), MIB, 0, CAN | ALIAS | RELAY | GRANTED, 0, ROUTE_ENABLE_THEN_PASS, ROUTE_UPGRADED, 0, 1},
+    {"device to granted pool, issued on src: enable", DEV(0), POOL(1), MIB, 0, CAN | ALIAS | RELAY | GRANTED, 0, ROUTE_ENABLE_THEN_PASS, ROUTE_UPGRADED, 0, 1},
+    {"granted pool to device, issued on dst: enable", POOL(0), DEV(1), MIB, 1, CAN | ALIAS | RELAY | GRANTED, 0, ROUTE_ENABLE_THEN_PASS, ROUTE_UPGRADED, 1, 0},
+    {"granted pool to device, the shim's link up", POOL(0), DEV(1), MIB, 0, CAN | SHIM | ALIAS | RELAY | GRANTED, 0, ROUTE_PASS, ROUTE_ALREADY_UPGRADED, -1, -1},
+    {"granted pool to device, the program's link up", POOL(0), DEV(1), MIB, 0, CAN | APP | ALIAS | RELAY | GRANTED, 0, ROUTE_PASS, ROUTE_APP_PEER, -1, -1},
+    {"granted pool to device, enable failed before", POOL(0), DEV(1), MIB, 0, CAN | FAILED | ALIAS | RELAY | GRANTED, 0, ROUTE_PASS, ROUTE_ENABLE_FAILED, -1, -1},
+    {"granted pool to device, issued on a third: relay", POOL(0), DEV(1), MIB, 2, CAN | ALIAS | RELAY | GRANTED, 0, ROUTE_RELAY, ROUTE_UPGRADED_RELAY, 0, 1},
+    {"granted pool to device, issuer unknown: relay", POOL(0), DEV(1), MIB, -1, CAN | ALIAS | RELAY | GRANTED, 0, ROUTE_RELAY, ROUTE_UPGRADED_RELAY, 0, 1},
+    {"granted pool to device, below the relay minimum", POOL(0), DEV(1), MIB - 1, 0, CAN | ALIAS | RELAY | GRANTED, 0, ROUTE_PASS, ROUTE_POOL, -1, -1},
     {"mapped, alias, enable", VMM(0), DEV(1), 64, -1, CAN | ALIAS, 0, ROUTE_ALIAS, ROUTE_UPGRADED_ALIAS, 0, 1},
     {"mapped both, issued on dst", VMM(0), VMM(1), 64, 1, CAN | ALIAS, 0, ROUTE_ALIAS, ROUTE_UPGRADED_ALIAS, 1, 0},
     {"mapped, the program's link up", DEV(0), VMM(1), 64, -1, CAN | APP | ALIAS, 0, ROUTE_ALIAS, ROUTE_UPGRADED_ALIAS, 0, 1},
@@ -120,6 +132,7 @@ int main(void)
         in.link.shim_any = (r->link & (SHIM | SHIM_ANY)) != 0;
         in.alias_ok = (r->link & ALIAS) != 0;
         in.relay_ok = (r->link & RELAY) != 0;
+        in.pool_granted = (r->link & GRANTED) != 0;
         struct route_decision d = route_decide(&in, &cfg);
         bool ok = d.action == r->action && d.reason == r->reason;
         if (ok && d.action != ROUTE_PASS)
