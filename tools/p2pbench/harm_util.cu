@@ -47,10 +47,13 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-double harm_median(double *v, int n)
+double harm_median(const double *values, int n)
 {
-    if (n <= 0)
+    /* Sorts a copy: callers print their rounds in order afterwards. */
+    double v[256];
+    if (n <= 0 || n > 256)
         return 0;
+    memcpy(v, values, (size_t)n * sizeof *v);
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }

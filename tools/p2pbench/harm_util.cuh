@@ -25,7 +25,7 @@ void harm_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noretur
 double harm_now_ms(void);
 
 /* The median of v[0..n) (sorts v); 0 for n == 0. */
-double harm_median(double *v, int n);
+double harm_median(const double *values, int n); /* of a copy: values keep their order */
 
 /* The wrapping sum of buf as little-endian 64-bit words, plus its tail
  * bytes one by one: what a program reading every byte would compute. */
