@@ -89,12 +89,15 @@ static enum how decide(const void *host, size_t bytes, CUdeviceptr dev,
     } else if (bytes < bounce_min_for(cfg, false)) {
         return HOW_NONE;
     }
-    if (evidence_d2h((uintptr_t)host, bytes, dev, src->device) != PREDICT_YES)
+    enum predict_verdict v = evidence_d2h((uintptr_t)host, bytes, dev, src->device);
+    if (v != PREDICT_YES && v != PREDICT_EAGER)
         return HOW_NONE;
     pthread_once(&once, once_body);
     if (!uffd_ok)
         return HOW_NONE;
-    if (*dma || cfg->bounce == P2PSHIM_BOUNCE_EAGER)
+    /* Eager for a buffer the CPU reads between its copies: its pages stay
+     * (reads cost nothing), write-protected, the H2D served from the copy. */
+    if (*dma || cfg->bounce == P2PSHIM_BOUNCE_EAGER || v == PREDICT_EAGER)
         return HOW_EAGER;
     if (cfg->bounce == P2PSHIM_BOUNCE_LAZY)
         return HOW_LAZY;

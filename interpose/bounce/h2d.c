@@ -179,6 +179,10 @@ static void unpin(struct piece *pc, int np, bool served, bool mostly_host)
             continue;
         if (served)
             bounce_judge(s, !s->read_first && !mostly_host);
+        /* Read first, yet its bytes went to the GPU from the snapshot: the
+         * CPU reads this buffer between the copies without writing it. */
+        if (served && s->lazy && s->read_first && !mostly_host && !s->neutral)
+            evidence_readers(&s->keys);
         s->busy--;
         if (served && !s->ending)
             bounce_touch(s);

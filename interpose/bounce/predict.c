@@ -88,6 +88,8 @@ static struct predict_entry *find_or_add(struct predict_table *t, const struct p
             if (t->keys[i].key.kind == 0 || t->keys[i].stamp < e->stamp)
                 e = &t->keys[i];
         set_state(t, e, false, 0, 0);
+        e->eager = false;
+        e->eager_run = e->eager_left = 0;
         if (e->key.kind == PK_HOST)
             filter_add(t, e->key.addr, -1);
         e->key = *k;
@@ -115,7 +117,26 @@ enum predict_verdict predict_query(struct predict_table *t, const struct predict
         set_state(t, e, e->evidence, e->backoff, (uint16_t)(e->skip - 1));
         return PREDICT_SKIPPED;
     }
-    return e->evidence ? PREDICT_YES : PREDICT_NO;
+    if (!e->evidence)
+        return PREDICT_NO;
+    if (e->eager && e->eager_left != 0) {
+        e->eager_left--;
+        return PREDICT_EAGER;
+    }
+    e->eager = false; /* the lazy try: its outcome says whether the reads stopped */
+    return PREDICT_YES;
+}
+
+void predict_readers(struct predict_table *t, const struct predict_pair *p)
+{
+    struct predict_entry *e = find_or_add(t, &p->host);
+    if (e == NULL)
+        return;
+    unsigned run = e->eager_run ? 2u * e->eager_run : 4u;
+    e->eager_run = (uint16_t)(run > PREDICT_BACKOFF_MAX ? PREDICT_BACKOFF_MAX : run);
+    e->eager_left = e->eager_run;
+    e->eager = true;
+    set_state(t, e, true, e->backoff, 0);
 }
 
 static void forget_slot(struct predict_table *t, struct predict_d2h *r)
@@ -160,6 +181,8 @@ void predict_forget(struct predict_table *t, uintptr_t host)
         struct predict_entry *e = &t->keys[i];
         if (e->key.kind == PK_HOST && e->key.addr == host) {
             set_state(t, e, false, 0, 0);
+            e->eager = false;
+            e->eager_run = e->eager_left = 0;
             e->key.kind = 0;
             filter_add(t, host, -1);
         }
@@ -226,7 +249,13 @@ unsigned predict_outcome(struct predict_table *t, const struct predict_pair *p, 
         struct predict_entry *e = find_or_add(t, k[i]);
         if (e == NULL)
             continue;
+        if (useful && e->eager) {
+            set_state(t, e, true, e->backoff, 0); /* eager and useful: stays eager */
+            continue;
+        }
+        e->eager = false;
         if (useful) {
+            e->eager_run = 0; /* a lazy snapshot served: the reads stopped */
             set_state(t, e, true, 0, 0);
             continue;
         }

@@ -51,8 +51,11 @@ struct predict_pair {
 struct predict_entry {
     struct predict_key key;  /* kind 0: free */
     bool evidence;           /* a seen bounce or a useful snapshot, not lost since */
+    bool eager;              /* host key: the CPU reads the buffer between (predict_readers) */
     uint16_t backoff;        /* the skip length after the last misprediction (0: none) */
     uint16_t skip;           /* D2Hs still to be skipped */
+    uint16_t eager_run;      /* eager D2Hs before the next lazy try (doubles) */
+    uint16_t eager_left;     /* of those, still to come */
     uint64_t stamp;          /* last use, for LRU */
 };
 
@@ -87,6 +90,7 @@ enum predict_verdict {
     PREDICT_NO,      /* no evidence: the normal path */
     PREDICT_YES,     /* take a snapshot */
     PREDICT_SKIPPED, /* a key is backing off: this D2H was one of its skips */
+    PREDICT_EAGER,   /* take an eager snapshot: the D2H runs, the bytes are kept too */
 };
 /* A D2H about to run: counts down the skips of its keys. */
 enum predict_verdict predict_query(struct predict_table *t, const struct predict_pair *p);
@@ -120,8 +124,19 @@ bool predict_h2d_inside(const struct predict_table *t, uintptr_t host, size_t by
                         uintptr_t *lo, size_t *len);
 
 /* A snapshot's outcome (useful or wasted) for its D2H's keys. Returns the
- * new backoff length (0 when useful). */
+ * new backoff length (0 when useful). An eager host key's eager snapshot
+ * that was useful stays eager; a lazy try that was useful ends the eager
+ * mode; a wasted one of either kind ends it and backs off. */
 unsigned predict_outcome(struct predict_table *t, const struct predict_pair *p, bool useful);
+
+/* Readers between: a lazy snapshot the CPU materialised (read) before its
+ * H2D, which still took most of its bytes from it (the CPU did not write
+ * them). After its wasted outcome, the host key gets its evidence back in
+ * eager mode: its next D2Hs run as without the shim and keep a device
+ * copy of the bytes too (the CPU reads cost nothing, the H2D is served
+ * from the copy); after eager_run of them (4, then doubling up to
+ * PREDICT_BACKOFF_MAX) one lazy try tells whether the reads stopped. */
+void predict_readers(struct predict_table *t, const struct predict_pair *p);
 
 /* The state of a key (tests): NULL when not in the table. */
 const struct predict_entry *predict_lookup(const struct predict_table *t,

@@ -88,7 +88,7 @@ enum predict_verdict evidence_d2h(uintptr_t host, size_t bytes, CUdeviceptr src,
     mirror();
     pthread_mutex_unlock(&watch_mu);
     atomic_fetch_add_explicit(&bst_candidates, 1, memory_order_relaxed);
-    if (v == PREDICT_YES)
+    if (v == PREDICT_YES || v == PREDICT_EAGER)
         atomic_fetch_add_explicit(&bst_predicted, 1, memory_order_relaxed);
     else if (v == PREDICT_SKIPPED)
         atomic_fetch_add_explicit(&bst_skipped, 1, memory_order_relaxed);
@@ -147,6 +147,16 @@ void evidence_outcome(const struct predict_pair *keys, bool useful)
     if (!useful)
         LOG_DEBUG("bounce: snapshot of %zu bytes at %#lx wasted; its keys skip %u D2H(s)",
                   keys->host.bytes, (unsigned long)keys->host.addr, backoff);
+}
+
+void evidence_readers(const struct predict_pair *keys)
+{
+    pthread_mutex_lock(&watch_mu);
+    predict_readers(&table, keys);
+    mirror();
+    pthread_mutex_unlock(&watch_mu);
+    LOG_DEBUG("bounce: the CPU reads the buffer at %#lx between its copies: eager snapshots",
+              (unsigned long)keys->host.addr);
 }
 
 void watch_d2h(const void *host, size_t bytes, int src_dev)

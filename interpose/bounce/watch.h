@@ -25,6 +25,9 @@ void evidence_h2d(const void *host, size_t bytes);
 bool evidence_h2d_inside(const void *host, size_t bytes, uintptr_t *lo, size_t *len);
 /* A snapshot's outcome (s->judged set by the caller). */
 void evidence_outcome(const struct predict_pair *keys, bool useful);
+/* A lazy snapshot the CPU read first served its H2D anyway (predict.h's
+ * predict_readers): its host key turns eager. */
+void evidence_readers(const struct predict_pair *keys);
 /* free(host): remembered D2Hs starting there are forgotten. */
 void watch_forget(const void *host);
 

@@ -13,6 +13,7 @@ enum op {
     H2D,    /* host, bytes */
     GOOD,   /* the last predicted D2H's snapshot served an H2D */
     WASTED, /* it did not */
+    READERS, /* it was read first, yet served its H2D */
     FREE,   /* free(host) */
     END
 };
@@ -69,6 +70,9 @@ static void run(const char *name, const struct step *steps)
         case GOOD:
         case WASTED:
             predict_outcome(&t, &last, s->op == GOOD);
+            break;
+        case READERS:
+            predict_readers(&t, &last);
             break;
         case FREE:
             predict_forget(&t, s->host);
@@ -139,6 +143,7 @@ static void filter_property(void)
 #define NO PREDICT_NO
 #define YES PREDICT_YES
 #define SKIP PREDICT_SKIPPED
+#define EAGER PREDICT_EAGER
 
 int main(void)
 {
@@ -183,6 +188,23 @@ int main(void)
         {D2H, H1, MB, S1, NO},     {D2H, H1 + 4096, 8192, S2, NO}, {H2D, H1, MB / 2, 0, 0},
         {D2H, H1, MB, S1, NO},     {END, 0, 0, 0, 0}};
     run("overwritten", over);
+    /* Read between the copies: eager for 4 D2Hs, a lazy try (read again:
+     * eager for 8), a lazy try that serves: lazy from then on. An eager
+     * snapshot the CPU wrote is wasted: the key backs off. */
+    static const struct step readers[] = {
+        {D2H, H1, MB, S1, NO},     {H2D, H1, MB, 0, 0},      {D2H, H1, MB, S1, YES},
+        {WASTED, 0, 0, 0, 0},      {READERS, 0, 0, 0, 0},    {D2H, H1, MB, S1, EAGER},
+        {GOOD, 0, 0, 0, 0},        {D2H, H1, MB, S1, EAGER}, {GOOD, 0, 0, 0, 0},
+        {D2H, H1, MB, S1, EAGER},  {D2H, H1, MB, S1, EAGER}, {D2H, H1, MB, S1, YES},
+        {WASTED, 0, 0, 0, 0},      {READERS, 0, 0, 0, 0},    {D2H, H1, MB, S1, EAGER},
+        {D2H, H1, MB, S1, EAGER},  {D2H, H1, MB, S1, EAGER}, {D2H, H1, MB, S1, EAGER},
+        {D2H, H1, MB, S1, EAGER},  {D2H, H1, MB, S1, EAGER}, {D2H, H1, MB, S1, EAGER},
+        {D2H, H1, MB, S1, EAGER},  {D2H, H1, MB, S1, YES},   {GOOD, 0, 0, 0, 0},
+        {D2H, H1, MB, S1, YES},    {GOOD, 0, 0, 0, 0},       {D2H, H2, MB, S2, NO},
+        {H2D, H2, MB, 0, 0},       {D2H, H2, MB, S2, YES},   {WASTED, 0, 0, 0, 0},
+        {READERS, 0, 0, 0, 0},     {D2H, H2, MB, S2, EAGER}, {WASTED, 0, 0, 0, 0},
+        {D2H, H2, MB, S2, SKIP},   {END, 0, 0, 0, 0}};
+    run("readers", readers);
 
     /* The backoff doubles up to its cap, and the state counts right. */
     struct predict_table t;

@@ -31,7 +31,8 @@ def main(argv):
                    help="set VAR for arm NAME only (repeatable; NAME may repeat a library "
                         "under another --shim name)")
     p.add_argument("--procs", type=int, default=6)
-    p.add_argument("--metric", default="steady_ms", help="the JSON member to compare")
+    p.add_argument("--metric", default="steady_ms",
+                   help="the JSON member to compare (a comma-separated list: each in turn)")
     p.add_argument("args", nargs=argparse.REMAINDER, help="-- then harmbench's arguments")
     a = p.parse_args(argv)
     args = a.args[1:] if a.args[:1] == ["--"] else a.args
@@ -53,7 +54,8 @@ def main(argv):
             print("shim_ab: --env %s: expected NAME:VAR=VALUE of a named arm" % e)
             return 2
         arm_env[name][var] = val
-    values = {name: [] for name, _ in arms}
+    metrics = a.metric.split(",")
+    values = {(name, m): [] for name, _ in arms for m in metrics}
     rounds = {name: [] for name, _ in arms}
     rng = random.Random(1)
     for _ in range(a.procs):
@@ -71,23 +73,29 @@ def main(argv):
                 print("shim_ab: %s: exit %d: %s" % (name, out.returncode, out.stderr.strip()[-200:]))
                 return 1
             for line in out.stdout.splitlines():
-                if line.startswith("{") and ('"%s"' % a.metric) in line:
+                if line.startswith("{") and ('"%s"' % metrics[0]) in line:
                     j = json.loads(line)
-                    values[name].append(j[a.metric])
+                    for m in metrics:
+                        values[(name, m)].append(j.get(m))
                     if "round_ms" in j:
                         rounds[name].append(j["round_ms"])
-    base = statistics.median(values["noshim"]) if values["noshim"] else None
-    for name, v in values.items():
-        if not v:
-            print("%-10s no %s lines" % (name, a.metric))
-            continue
-        m = statistics.median(v)
-        ratio = "" if not base else "  ratio %.3f" % (m / base)
-        print("%-10s %s median %.3f%s" % (name, " ".join("%.2f" % x for x in v), m, ratio))
+    for m in metrics:
+        print("== %s" % m)
+        base_v = [x for x in values[("noshim", m)] if x is not None]
+        base = statistics.median(base_v) if base_v else None
+        for name, _ in arms:
+            v = [x for x in values[(name, m)] if x is not None]
+            if not v:
+                print("%-10s no %s lines" % (name, m))
+                continue
+            med = statistics.median(v)
+            ratio = "" if not base else "  ratio %.3f" % (med / base)
+            print("%-10s %s median %.3f%s" % (name, " ".join("%.2f" % x for x in v), med, ratio))
+    for name, _ in arms:
         if rounds[name]:
             per = [statistics.median(r[i] for r in rounds[name])
                    for i in range(min(len(r) for r in rounds[name]))]
-            print("%-10s each round's median: %s" % ("", " ".join("%.1f" % x for x in per)))
+            print("%-10s each round's median: %s" % (name, " ".join("%.1f" % x for x in per)))
     return 0
 
 
