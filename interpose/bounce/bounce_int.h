@@ -80,6 +80,7 @@ struct snap {
     size_t filled;              /* lazy: pages materialised from the snapshot */
     bool h2d_seen;              /* an H2D has been served from it */
     bool read_first;            /* most pages were materialised before that H2D */
+    bool readers_told;          /* predict_readers was told (once per snapshot) */
     bool ready;                 /* set up; before that faults wait, REMOVE is ours */
     bool ending;                /* being ended: no new users; still registered */
     bool gone;                  /* its memory was unmapped or dropped: to be ended */
