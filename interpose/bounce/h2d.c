@@ -182,7 +182,7 @@ static void unpin(struct piece *pc, int np, bool served, bool mostly_host)
         /* Read first, yet its bytes went to the GPU from the snapshot: the
          * CPU reads this buffer between the copies without writing it. */
         if (served && s->lazy && s->read_first && !mostly_host && !s->neutral &&
-            !s->readers_told) {
+            !s->readers_told && config_get()->bounce != P2PSHIM_BOUNCE_LAZY) {
             s->readers_told = true;
             evidence_readers(&s->keys);
         }

@@ -124,7 +124,14 @@ static void policy(void)
         pl_use(bt_env.ctx[0]);
         struct bt_paths all;
         bt_paths_since(&s0, &all);
-        bool lazy = i == 1 || i == 6 || i >= 15, snap = i > 0;
+        /* P2PSHIM_BOUNCE=lazy: no eager rounds; each read round wastes its
+         * snapshot and the buffer skips 1, 2, 4 ... D2Hs (rounds 2, 4-5,
+         * 7-10), each skip round's H2D re-arming it. */
+        const char *mode = getenv("P2PSHIM_BOUNCE");
+        bool forced_lazy = mode != NULL && strcmp(mode, "lazy") == 0;
+        bool lazy = forced_lazy ? (i == 1 || i == 3 || i == 6 || i >= 11)
+                                : (i == 1 || i == 6 || i >= 15);
+        bool snap = forced_lazy ? lazy : i > 0;
         if (bt_shim && !getenv("BT_NO_BOUNCE")) {
             /* The partial head and tail pages go through the host either way. */
             PL_EXPECT(lazy ? after_d2h.d2h_bytes <= 2 * PG : after_d2h.d2h_bytes == n,
