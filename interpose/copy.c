@@ -85,8 +85,8 @@ static void record_decision(struct copy_call *call, const struct copy_end *src,
     bool cupti_on = want_cupti(shim_config()) && cupti_start();
     struct decision_record r;
     r.id = call->record_id != 0 ? call->record_id : record_next_id();
+    r.t_ns = call->record_id != 0 ? call->record_t_ns : record_now_ns();
     call->record_id = 0;
-    r.t_ns = record_now_ns();
     r.bytes = bytes;
     r.stream = (uint64_t)(uintptr_t)call->stream;
     r.tid = shim_thread_id();
@@ -111,6 +111,7 @@ static enum route_reason relay(struct copy_call *call, const struct route_decisi
 {
     if (record_enabled() && cupti_active()) {
         call->record_id = record_next_id();
+        call->record_t_ns = record_now_ns();
         cupti_relay_open(call->record_id);
     }
     return pool_relay_apply(call, d, src, dst, bytes);
