@@ -39,7 +39,7 @@ union any_record {
 #define STRIDE ((sizeof(union any_record) + 7) & ~(size_t)7)
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static CUpti_CallbackFunc subscriber;
+static CUpti_CallbackFunc _Atomic subscriber;
 static void *subscriber_data;
 static atomic_bool driver_domain, memcpy_on, peer_on;
 static CUpti_BuffersCallbackRequestFunc request;
