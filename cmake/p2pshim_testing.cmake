@@ -8,6 +8,9 @@ set(P2PSHIM_STANDIN_DIR ${CMAKE_BINARY_DIR}/standin-lib)
 # P2PSHIM_STANDIN_NVML_DIR: folder holding the stand-in libnvidia-ml.so.1,
 # apart from the driver's, so that only the tests that ask find it.
 set(P2PSHIM_STANDIN_NVML_DIR ${CMAKE_BINARY_DIR}/standin-nvml)
+# P2PSHIM_STANDIN_CUPTI_DIR: folder holding the stand-in libcupti.so, apart
+# too: only the tests of the CUPTI join find it.
+set(P2PSHIM_STANDIN_CUPTI_DIR ${CMAKE_BINARY_DIR}/standin-cupti)
 if(P2PSHIM_SANITIZER_RUNTIME)
   set(P2PSHIM_PRELOAD "${P2PSHIM_SANITIZER_RUNTIME}:$<TARGET_FILE:p2pshim>")
   set(P2PSHIM_SANITIZER_PRELOAD "${P2PSHIM_SANITIZER_RUNTIME}")

@@ -84,8 +84,9 @@ static void record_decision(struct copy_call *call, const struct copy_end *src,
 {
     bool cupti_on = want_cupti(shim_config()) && cupti_start();
     struct decision_record r;
-    r.id = record_next_id();
-    r.t_ns = record_now_ns();
+    r.id = call->record_id != 0 ? call->record_id : record_next_id();
+    r.t_ns = call->record_id != 0 ? call->record_t_ns : record_now_ns();
+    call->record_id = 0;
     r.bytes = bytes;
     r.stream = (uint64_t)(uintptr_t)call->stream;
     r.tid = shim_thread_id();
@@ -100,6 +101,39 @@ static void record_decision(struct copy_call *call, const struct copy_end *src,
     /* A batch is one driver call: its first element's id correlates. */
     if (call->correlation == 0 && cupti_on)
         call->correlation = r.id;
+}
+
+/* A relay: with CUPTI on, its decision's id is taken first, so that the
+ * records of the copies the relay issues join it (cupti_join.h). */
+static enum route_reason relay(struct copy_call *call, const struct route_decision *d,
+                               const struct copy_end *src, const struct copy_end *dst,
+                               size_t bytes)
+{
+    if (record_enabled() && cupti_active()) {
+        call->record_id = record_next_id();
+        call->record_t_ns = record_now_ns();
+        cupti_relay_open(call->record_id);
+    }
+    return pool_relay_apply(call, d, src, dst, bytes);
+}
+
+/* After the copy's decision: a link the shim enabled for a copy that then
+ * did not ride it (the alias or the relay failed) was still used now, with
+ * nothing of the shim's in flight on it: it is given back like any other
+ * (idle release, the peer limit). */
+static void note_link(struct copy_call *call, const struct copy_end *src,
+                      const struct copy_end *dst, enum route_reason counted)
+{
+    if (route_reason_is_upgrade(counted)) {
+        link_life_note_use(call, src->ctx, src->route.device, dst->ctx, dst->route.device);
+        /* The program's stream waits for a relay's last copy: an event
+         * recorded there now covers all of it (the wrapper calls nothing
+         * after a relay). */
+        if (call->relayed && link_life_pending(call))
+            link_life_after_issue(call);
+    } else if (call->link_enabled) {
+        link_life_note_idle(src->ctx, src->route.device, dst->ctx, dst->route.device);
+    }
 }
 
 static void decide_and_act(struct copy_call *call, struct copy_end *src,
@@ -127,20 +161,17 @@ static void decide_and_act(struct copy_call *call, struct copy_end *src,
         counted = d.reason = copy_alias_apply(call, &d, src, dst, bytes);
         action = d.reason == ROUTE_UPGRADED_ALIAS ? RECORD_ALIAS_REISSUE : RECORD_PASS;
     } else if (d.action == ROUTE_RELAY) {
-        counted = d.reason = pool_relay_apply(call, &d, src, dst, bytes);
+        counted = d.reason = relay(call, &d, src, dst, bytes);
         action = d.reason == ROUTE_UPGRADED_RELAY ? RECORD_RELAY : RECORD_PASS;
     }
     stats_count(src->route.device, dst->route.device, counted, bytes);
-    if (cfg->mode == P2PSHIM_MODE_UPGRADE && route_reason_is_upgrade(counted)) {
-        link_life_note_use(call, src->ctx, src->route.device, dst->ctx, dst->route.device);
-        /* The program's stream waits for a relay's last copy: an event
-         * recorded there now covers all of it (the wrapper calls nothing
-         * after a relay). */
-        if (call->relayed && link_life_pending(call))
-            link_life_after_issue(call);
-    }
+    if (cfg->mode == P2PSHIM_MODE_UPGRADE)
+        note_link(call, src, dst, counted);
+    uint64_t relay_id = call->record_id;
     if (record_enabled())
         record_decision(call, src, dst, bytes, action, d.reason);
+    if (relay_id != 0)
+        cupti_relay_close(relay_id, call->relayed);
     if (route_reason_is_upgrade(counted) && !call->nvtx_range && !call->relayed)
         call->nvtx_range = nvtx_range_push("p2pshim peer copy %d->%d %zu B", src->route.device,
                                            dst->route.device, bytes);

@@ -37,6 +37,12 @@ struct copy_call {
      * wrapper returns instead of calling the driver. */
     bool relay_ok, sync, relayed;
     CUresult relay_rc;
+    /* The decision's id and time taken before a relay (cupti_join.h),
+     * record_id 0 = none. */
+    uint64_t record_id, record_t_ns;
+    /* The shim enabled a link for this copy (an alias or a relay), whether
+     * or not the copy then rode it. */
+    bool link_enabled;
 };
 
 /* What a wrapper does after considering a host<->device copy: call the

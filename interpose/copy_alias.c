@@ -106,6 +106,7 @@ enum route_reason copy_alias_apply(struct copy_call *call, const struct route_de
         enum route_reason r = upgrade_enable(d, src, dst);
         if (r != ROUTE_UPGRADED)
             return r;
+        call->link_enabled = true;
     }
     /* The issuing device's copy engine reads one end and writes the other:
      * the alias must let both devices of the copy in (vmm_alias.h). */

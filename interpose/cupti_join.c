@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "driver.h"
 #include "log.h"
@@ -30,31 +31,55 @@ static struct {
 
 static atomic_bool active;
 static CUpti_SubscriberHandle subscriber;
-/* The decision whose driver call this thread is making (cupti_push). */
-static _Thread_local uint64_t current_decision;
-static _Atomic uint64_t mapped, joined, unjoined;
+/* The decision whose driver call this thread is making (cupti_push); the
+ * relayed decision whose copies it is issuing, and which part of it the
+ * next driver call is (cupti_relay_*). */
+static _Thread_local uint64_t current_decision, current_relay;
+static _Thread_local enum cupti_relay_part current_part;
+static _Atomic uint64_t mapped, joined, unjoined, merged, relay_dropped;
 static pthread_once_t start_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t join_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* correlation id -> decision id, from the driver API callback. */
+/* correlation id -> decision id, from the driver API callback. A relay's
+ * part (a driver copy of the shim's, one record) is dropped once joined. */
 struct corr_entry {
     uint32_t correlation;
     uint64_t decision;
+    enum cupti_relay_part part;
     UT_hash_handle hh;
+};
+
+/* One copy record as the activity line wants it. */
+struct copy_rec {
+    const char *kind;
+    uint64_t bytes, start, end;
+    int src, dst;
+    uint32_t stream;
 };
 
 /* A copy record that arrived before its correlation record. */
 struct pending {
     uint32_t correlation;
-    const char *kind;
-    uint64_t bytes, start, end;
-    int src, dst;
-    uint32_t stream;
+    struct copy_rec rec;
     struct pending *next;
+};
+
+/* A relayed program copy: its parts' records merged into one activity
+ * line, written once the decision is (closed) and every part's record has
+ * been read. */
+struct relay_merge {
+    uint64_t decision;
+    bool closed;
+    uint32_t issued, seen; /* parts mapped, their records read */
+    bool any_link;
+    struct copy_rec rec;   /* kind, src, dst, stream: the link copies';
+                            * bytes: theirs summed; start/end: all parts' */
+    UT_hash_handle hh;
 };
 
 static struct corr_entry *corr_map;
 static struct pending *pending_list;
+static struct relay_merge *relays;
 
 bool cupti_active(void)
 {
@@ -68,25 +93,92 @@ static const char *copy_kind_name(unsigned kind)
     return kind < sizeof names / sizeof names[0] ? names[kind] : "OTHER";
 }
 
-/* Lookups and the pending list are only touched under join_lock. */
-static void emit_or_hold(uint32_t correlation, const char *kind, uint64_t bytes,
-                         uint64_t start, uint64_t end, int src, int dst, uint32_t stream)
+/* Everything below until the CUPTI callbacks runs under join_lock. */
+
+static void emit(uint64_t decision, const struct copy_rec *r)
+{
+    record_activity(decision, r->kind, r->bytes, r->start, r->end, r->src, r->dst, r->stream);
+}
+
+/* The relay's line once its decision is written and its parts are in
+ * (final: whatever came). A relay without a link record has no line. */
+static void relay_try_emit(struct relay_merge *m, bool final)
+{
+    if (!m->closed || (m->seen < m->issued && !final))
+        return;
+    if (m->any_link) {
+        emit(m->decision, &m->rec);
+        atomic_fetch_add(&joined, 1);
+    }
+    HASH_DEL(relays, m);
+    shim_free(m, sizeof *m);
+}
+
+/* One part's record into its relay: the link copies give the kind, the
+ * devices and the bytes; every part widens the span (first start, last
+ * end). A relay given up (no merge left) drops its parts: the shim's own
+ * traffic, not the program's. */
+static void relay_add(const struct corr_entry *c, const struct copy_rec *r)
+{
+    struct relay_merge *m = NULL;
+    HASH_FIND(hh, relays, &c->decision, sizeof c->decision, m);
+    if (m == NULL) {
+        atomic_fetch_add(&relay_dropped, 1);
+        return;
+    }
+    atomic_fetch_add(&merged, 1);
+    m->seen++;
+    struct copy_rec *t = &m->rec;
+    if (m->seen == 1 || r->start < t->start)
+        t->start = r->start;
+    if (m->seen == 1 || r->end > t->end)
+        t->end = r->end;
+    if (c->part == CUPTI_RELAY_LINK) {
+        if (!m->any_link) {
+            t->kind = r->kind;
+            t->src = r->src;
+            t->dst = r->dst;
+            t->stream = r->stream;
+        } else if (strcmp(t->kind, r->kind) != 0) {
+            t->kind = "OTHER";
+        }
+        m->any_link = true;
+        t->bytes += r->bytes;
+    }
+    relay_try_emit(m, false);
+}
+
+/* A record whose correlation is mapped (c): its decision's line, or its
+ * relay's part. */
+static void join(struct corr_entry *c, const struct copy_rec *r)
+{
+    if (c->part == CUPTI_RELAY_NONE) {
+        emit(c->decision, r);
+        atomic_fetch_add(&joined, 1);
+        return;
+    }
+    relay_add(c, r);
+    HASH_DEL(corr_map, c); /* a part's driver copy makes one record */
+    shim_free(c, sizeof *c);
+}
+
+static void emit_or_hold(uint32_t correlation, const struct copy_rec *r)
 {
     struct corr_entry *c = NULL;
     HASH_FIND(hh, corr_map, &correlation, sizeof correlation, c);
     if (c != NULL) {
-        record_activity(c->decision, kind, bytes, start, end, src, dst, stream);
-        atomic_fetch_add(&joined, 1);
+        join(c, r);
         return;
     }
     struct pending *p = shim_alloc(sizeof *p);
     if (p == NULL)
         return;
-    *p = (struct pending){correlation, kind, bytes, start, end, src, dst, stream, pending_list};
+    *p = (struct pending){correlation, *r, pending_list};
     pending_list = p;
 }
 
-static void add_correlation(uint32_t correlation, uint64_t decision)
+static void add_correlation(uint32_t correlation, uint64_t decision,
+                            enum cupti_relay_part part)
 {
     struct corr_entry *c = NULL;
     HASH_FIND(hh, corr_map, &correlation, sizeof correlation, c);
@@ -98,10 +190,12 @@ static void add_correlation(uint32_t correlation, uint64_t decision)
         HASH_ADD(hh, corr_map, correlation, sizeof c->correlation, c);
     }
     c->decision = decision;
+    c->part = part;
 }
 
 /* Pending copies whose correlation has arrived since. With final set, the
- * rest go out unjoined (decision 0). */
+ * rest go out unjoined (decision 0), and relays whose parts never all
+ * came go out with what did. */
 static void resolve_pending(bool final)
 {
     struct pending **pp = &pending_list;
@@ -113,11 +207,19 @@ static void resolve_pending(bool final)
             pp = &p->next;
             continue;
         }
-        record_activity(c ? c->decision : 0, p->kind, p->bytes, p->start, p->end, p->src,
-                        p->dst, p->stream);
-        atomic_fetch_add(c ? &joined : &unjoined, 1);
+        if (c != NULL) {
+            join(c, &p->rec);
+        } else {
+            emit(0, &p->rec);
+            atomic_fetch_add(&unjoined, 1);
+        }
         *pp = p->next;
         shim_free(p, sizeof *p);
+    }
+    struct relay_merge *m, *tmp;
+    if (final) {
+        HASH_ITER(hh, relays, m, tmp)
+            relay_try_emit(m, true);
     }
 }
 
@@ -130,12 +232,14 @@ static void handle(const CUpti_Activity *rec)
 {
     if (rec->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
         const CUpti_ActivityMemcpy6 *m = (const void *)rec;
-        emit_or_hold(m->correlationId, copy_kind_name(m->copyKind), m->bytes, m->start,
-                     m->end, (int)m->deviceId, (int)m->deviceId, m->streamId);
+        struct copy_rec r = {copy_kind_name(m->copyKind), m->bytes, m->start, m->end,
+                             (int)m->deviceId, (int)m->deviceId, m->streamId};
+        emit_or_hold(m->correlationId, &r);
     } else if (rec->kind == CUPTI_ACTIVITY_KIND_MEMCPY2) {
         const CUpti_ActivityMemcpyPtoP4 *m = (const void *)rec;
-        emit_or_hold(m->correlationId, copy_kind_name(m->copyKind), m->bytes, m->start,
-                     m->end, (int)m->srcDeviceId, (int)m->dstDeviceId, m->streamId);
+        struct copy_rec r = {copy_kind_name(m->copyKind), m->bytes, m->start, m->end,
+                             (int)m->srcDeviceId, (int)m->dstDeviceId, m->streamId};
+        emit_or_hold(m->correlationId, &r);
     }
 }
 
@@ -180,19 +284,27 @@ static void *open_cupti(void)
 
 /* Inside each driver call (CUPTI calls back on the calling thread): the
  * call's correlation id, which its copy records will carry, belongs to the
- * decision this thread pushed. Nothing else happens here. */
+ * decision this thread pushed, or is a part of the relay it is issuing.
+ * Nothing else happens here. */
 static void CUPTIAPI api_callback(void *userdata, CUpti_CallbackDomain domain,
                                   CUpti_CallbackId cbid, const void *data)
 {
     (void)userdata;
     (void)cbid;
     const CUpti_CallbackData *cb = data;
-    uint64_t decision = current_decision;
+    enum cupti_relay_part part = current_relay != 0 ? current_part : CUPTI_RELAY_NONE;
+    uint64_t decision = part != CUPTI_RELAY_NONE ? current_relay : current_decision;
     if (decision == 0 || domain != CUPTI_CB_DOMAIN_DRIVER_API ||
         cb->callbackSite != CUPTI_API_ENTER)
         return;
     pthread_mutex_lock(&join_lock);
-    add_correlation(cb->correlationId, decision);
+    add_correlation(cb->correlationId, decision, part);
+    if (part != CUPTI_RELAY_NONE) {
+        struct relay_merge *m = NULL;
+        HASH_FIND(hh, relays, &decision, sizeof decision, m);
+        if (m != NULL)
+            m->issued++;
+    }
     pthread_mutex_unlock(&join_lock);
     atomic_fetch_add_explicit(&mapped, 1, memory_order_relaxed);
 }
@@ -273,6 +385,47 @@ void cupti_pop(void)
     current_decision = 0;
 }
 
+void cupti_relay_open(uint64_t id)
+{
+    if (id == 0 || !cupti_active())
+        return;
+    struct relay_merge *m = shim_alloc(sizeof *m);
+    if (m == NULL)
+        return; /* its parts are dropped: the decision stays without activity */
+    memset(m, 0, sizeof *m);
+    m->decision = id;
+    pthread_mutex_lock(&join_lock);
+    HASH_ADD(hh, relays, decision, sizeof m->decision, m);
+    pthread_mutex_unlock(&join_lock);
+    current_relay = id;
+}
+
+void cupti_relay_part(enum cupti_relay_part part)
+{
+    current_part = part;
+}
+
+void cupti_relay_close(uint64_t id, bool carried)
+{
+    current_relay = 0;
+    current_part = CUPTI_RELAY_NONE;
+    if (id == 0 || !cupti_active())
+        return;
+    pthread_mutex_lock(&join_lock);
+    struct relay_merge *m = NULL;
+    HASH_FIND(hh, relays, &id, sizeof id, m);
+    if (m != NULL) {
+        m->closed = true;
+        if (!carried) { /* given up: its parts' records are dropped */
+            HASH_DEL(relays, m);
+            shim_free(m, sizeof *m);
+        } else {
+            relay_try_emit(m, false);
+        }
+    }
+    pthread_mutex_unlock(&join_lock);
+}
+
 uint64_t cupti_timestamp(void)
 {
     uint64_t t = 0;
@@ -289,7 +442,10 @@ void cupti_flush(void)
     pthread_mutex_lock(&join_lock);
     resolve_pending(true);
     pthread_mutex_unlock(&join_lock);
-    LOG_DEBUG("CUPTI: %llu driver calls mapped to decisions, %llu copy records joined, "
-              "%llu not", (unsigned long long)atomic_load(&mapped),
-              (unsigned long long)atomic_load(&joined), (unsigned long long)atomic_load(&unjoined));
+    LOG_DEBUG("CUPTI: %llu driver calls mapped to decisions, %llu activity lines joined, "
+              "%llu not; %llu relay records merged into their copies' lines, %llu of "
+              "relays given up dropped",
+              (unsigned long long)atomic_load(&mapped), (unsigned long long)atomic_load(&joined),
+              (unsigned long long)atomic_load(&unjoined), (unsigned long long)atomic_load(&merged),
+              (unsigned long long)atomic_load(&relay_dropped));
 }

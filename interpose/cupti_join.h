@@ -24,6 +24,27 @@ bool cupti_active(void);
 void cupti_push(uint64_t id);
 void cupti_pop(void);
 
+/* A program copy the shim relays (pool_relay.h) is one copy to the
+ * profile: the records of the driver copies the relay issues for it are
+ * merged into one activity line joined to its decision id: kind, devices
+ * and stream of the copies across the link, their bytes summed (the
+ * program's bytes), start of the first record and end of the last of all
+ * its copies. The shim's copies into and out of its own buffers widen that
+ * span and are no line of their own. The line is written once the
+ * decision is (cupti_relay_close) and every part's record has come (at the
+ * final flush, with those that did). Thread-local state with the lock of
+ * the join; no CUPTI call. Nothing happens while CUPTI is off. */
+void cupti_relay_open(uint64_t id);
+/* Around each driver copy of the relay opened on this thread: which part
+ * of the relay it is (CUPTI_RELAY_NONE after it). */
+enum cupti_relay_part { CUPTI_RELAY_NONE, CUPTI_RELAY_LINK, CUPTI_RELAY_LOCAL };
+void cupti_relay_part(enum cupti_relay_part part);
+/* After the decision of id was queued: carried, the relay took the copy
+ * (its line goes out when complete); else it was given up and its parts'
+ * records are dropped (the driver's own records of the original call join
+ * the decision as any call's do). */
+void cupti_relay_close(uint64_t id, bool carried);
+
 /* CUPTI's timestamp now, 0 when CUPTI is off (the log header aligns the
  * two clocks with it). */
 uint64_t cupti_timestamp(void);

@@ -148,6 +148,19 @@ void link_life_note_use(struct copy_call *call, CUcontext a, int dev_a, CUcontex
     pthread_mutex_unlock(&links_lock);
 }
 
+void link_life_note_idle(CUcontext a, int dev_a, CUcontext b, int dev_b)
+{
+    if (a == NULL || b == NULL || a == b)
+        return;
+    pthread_mutex_lock(&links_lock);
+    struct link_entry *e = get_entry(a, dev_a, b, dev_b);
+    if (e != NULL) {
+        e->last_use_ns = record_now_ns();
+        atomic_store(&e->last_use_seq, atomic_fetch_add(&use_seq, 1) + 1);
+    }
+    pthread_mutex_unlock(&links_lock);
+}
+
 bool link_life_pending(const struct copy_call *call)
 {
     return call->link_a != NULL;

@@ -45,6 +45,12 @@
  * becomes untracked. */
 void link_life_note_use(struct copy_call *call, CUcontext a, int dev_a, CUcontext b, int dev_b);
 
+/* A link the shim enabled for a copy that then did not ride it (its alias
+ * or its relay failed): its last use is now, with nothing of the shim's in
+ * flight on it, so it is released when idle and given back for the peer
+ * limit like any other (an untracked link stays so). */
+void link_life_note_idle(CUcontext a, int dev_a, CUcontext b, int dev_b);
+
 /* Whether call carries a use to record after its driver call. */
 bool link_life_pending(const struct copy_call *call);
 

@@ -1,5 +1,6 @@
 #include "pool_relay.h"
 
+#include "cupti_join.h"
 #include "driver.h"
 #include "log.h"
 #include "relay_scratch.h"
@@ -29,9 +30,15 @@ static CUresult rec(CUevent e, CUstream s)
     return DRIVER_FLAVOUR(driver_api(), event_record, false)(e, s);
 }
 
-static CUresult cp(CUdeviceptr to, CUdeviceptr from, size_t n, CUstream s)
+/* One driver copy of the relay, which the profile sees as the part of the
+ * program's copy it is (cupti_join.h). */
+static CUresult cp(CUdeviceptr to, CUdeviceptr from, size_t n, CUstream s,
+                   enum cupti_relay_part part)
 {
-    return driver_api()->memcpy_async(to, from, n, s);
+    cupti_relay_part(part);
+    CUresult r = driver_api()->memcpy_async(to, from, n, s);
+    cupti_relay_part(CUPTI_RELAY_NONE);
+    return r;
 }
 
 /* Chunk [off, off+len) through slot k of each pool end's device. */
@@ -43,7 +50,7 @@ static CUresult chunk(struct relay_plan *p, size_t off, size_t len, int k)
     if (s != NULL) { /* into the source's slot, once the slot's last reader is done */
         r = wait_on(s->local, s->free_after[k]);
         if (r == CUDA_SUCCESS)
-            r = cp(relay_slot(s, k), from, len, s->local);
+            r = cp(relay_slot(s, k), from, len, s->local, CUPTI_RELAY_LOCAL);
         if (r == CUDA_SUCCESS)
             r = rec(s->ev_local[k], s->local);
         if (r == CUDA_SUCCESS)
@@ -55,7 +62,7 @@ static CUresult chunk(struct relay_plan *p, size_t off, size_t len, int k)
         to = relay_slot(d, k);
     }
     if (r == CUDA_SUCCESS) /* across the link */
-        r = cp(to, from, len, x->peer);
+        r = cp(to, from, len, x->peer, CUPTI_RELAY_LINK);
     if (r == CUDA_SUCCESS)
         r = rec(x->ev_peer[k], x->peer);
     if (r != CUDA_SUCCESS)
@@ -67,7 +74,7 @@ static CUresult chunk(struct relay_plan *p, size_t off, size_t len, int k)
         return CUDA_SUCCESS;
     r = wait_on(d->local, x->ev_peer[k]); /* out of the destination's slot */
     if (r == CUDA_SUCCESS)
-        r = cp(p->dst + off, to, len, d->local);
+        r = cp(p->dst + off, to, len, d->local, CUPTI_RELAY_LOCAL);
     if (r == CUDA_SUCCESS)
         r = rec(d->ev_local[k], d->local);
     if (r == CUDA_SUCCESS) {
@@ -212,6 +219,7 @@ enum route_reason pool_relay_apply(struct copy_call *call, const struct route_de
         enum route_reason r = upgrade_enable(d, src, dst);
         if (r != ROUTE_UPGRADED)
             return r;
+        call->link_enabled = true;
     }
     relay_lock();
     CUresult r = CUDA_ERROR_NOT_SUPPORTED;

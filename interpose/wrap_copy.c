@@ -25,7 +25,7 @@
         struct copy_call call_ = {HOOK_##name, (stream_expr),                 \
                                   HOOK_PER_THREAD_##name, 0, false, NULL, NULL, \
                                   NULL, NULL, false, false, false,            \
-                                  CUDA_SUCCESS};                              \
+                                  CUDA_SUCCESS, 0, 0, false};                 \
         struct copy_call *call = &call_;                                      \
         if (!shim_begin())                                                    \
             return real args;                                                 \

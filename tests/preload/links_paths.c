@@ -6,6 +6,10 @@
  *                                aliases;
  *   "links_paths relay shim"     pool memory (cuMemAllocAsync): the shim's
  *                                pool relay.
+ * And "links_paths relay_failed shim": pool memory with devices 0 and 1
+ * full, so that the relay finds no room for its buffers after the shim
+ * enabled the link for it (reason relay-failed; the driver stages the
+ * copy): the link, used by no copy, is still released once idle.
  * Each: a burst of copies 0 -> 1 on the program's stream (right bytes, the
  * link enabled); a copy left queued keeps the link past the idle time;
  * once it is complete and the idle time has passed, a copy on another link
@@ -99,6 +103,51 @@ static uint64_t disables_ok(void)
     return st.peer_disable_ok;
 }
 
+/* Fills dev's memory (1 MiB pieces) until the driver refuses; *n of them
+ * in held. */
+#define HELD_MAX 1024
+static CUdeviceptr held[HELD_MAX];
+static int nheld;
+
+static void exhaust(int dev)
+{
+    pl_use(env.ctx[dev]);
+    while (nheld < HELD_MAX && cuMemAlloc_v2(&held[nheld], (size_t)1 << 20) == CUDA_SUCCESS)
+        nheld++;
+}
+
+/* A copy 0 -> 1 the relay gives up on (no room for its buffers) after
+ * the shim enabled the link for it: the driver stages it (right bytes);
+ * once idle, the link is given back as any link of the shim's. */
+static void run_failed(void)
+{
+    exhaust(0);
+    exhaust(1);
+    CUstream s;
+    pl_use(env.ctx[0]);
+    PL_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    struct standin_stats a, b;
+    pl_stats(&a);
+    unsigned want = copy_01(s);
+    PL_OK(cuStreamSynchronize(s));
+    pl_stats(&b);
+    pl_verify(env.ctx[1], dst1, N, want, "the copy the relay gave up");
+    PL_EXPECT(b.staged_bytes - a.staged_bytes == N && b.peer_bytes == a.peer_bytes,
+              "relay_failed: the copy was not left to the driver: staged %llu peer %llu",
+              (unsigned long long)(b.staged_bytes - a.staged_bytes),
+              (unsigned long long)(b.peer_bytes - a.peer_bytes));
+    PL_EXPECT(linked() && b.peer_enable_ok > a.peer_enable_ok,
+              "relay_failed: the shim enabled no link 0-1 for the copy");
+    uint64_t disabled = disables_ok();
+    sleep_ms(IDLE_WAIT_MS);
+    copy_02("0->2 after the idle time");
+    PL_EXPECT(!linked(), "relay_failed: the idle link 0-1 was kept");
+    PL_EXPECT(disables_ok() > disabled, "relay_failed: no cuCtxDisablePeerAccess succeeded");
+    PL_OK(cuStreamDestroy_v2(s));
+    while (nheld > 0)
+        PL_OK(cuMemFree_v2(held[--nheld]));
+}
+
 static void run(const char *path)
 {
     CUstream s;
@@ -148,7 +197,7 @@ static void run(const char *path)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: %s ordinary|alias|relay shim\n", argv[0]);
+        fprintf(stderr, "usage: %s ordinary|alias|relay|relay_failed shim\n", argv[0]);
         return 2;
     }
     if (!pl_want_shim(argc - 1, argv + 1))
@@ -164,7 +213,7 @@ int main(int argc, char **argv)
     } else if (strcmp(path, "alias") == 0) {
         src0 = map_on(0, N);
         dst1 = map_on(1, N);
-    } else if (strcmp(path, "relay") == 0) {
+    } else if (strcmp(path, "relay") == 0 || strcmp(path, "relay_failed") == 0) {
         src0 = pool_on(0, N);
         dst1 = pool_on(1, N);
     } else {
@@ -172,6 +221,9 @@ int main(int argc, char **argv)
     }
     other0 = pl_alloc(env.ctx[0], N);
     other2 = pl_alloc(env.ctx[2], N);
-    run(path);
+    if (strcmp(path, "relay_failed") == 0)
+        run_failed();
+    else
+        run(path);
     return pl_finish(argv[0]);
 }

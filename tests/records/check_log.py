@@ -3,7 +3,7 @@
 
 check_log.py CASE PROBE PRELOAD STANDIN_DIR [LAUNCHER]
 CASE: paths | observe | fork | fork_exit | fork_exit_few | fork_quiet | exec | exec_fail |
-      exec_self | reuse | odd_exe | many | many_capped | bounce | observe_bounce
+      exec_self | reuse | odd_exe | many | many_capped | bounce | observe_bounce | relay
 The checks read the log as any consumer would (docs/LOG_FORMAT.md) and
 compare it with what the probe did and what the stand-in counted."""
 import json
@@ -72,6 +72,44 @@ def cross(decisions):
             and d["src"]["dev"] != d["dst"]["dev"]]
 
 
+def check_relay(path, out, launcher):
+    """A relayed copy is one copy in the profile: one activity line joined
+    to its decision (the link's kind, the program's bytes), nothing of the
+    shim's own copies as lines of their own, and the report's totals are
+    the program's bytes."""
+    lines, decisions, footer = read_log(path)
+    relayed = int(out.split("relayed=")[1].split()[0])
+    relays = [d for d in decisions if d["action"] == "relay"]
+    expect(len(relays) == 2 and all(d["reason"] == "upgraded-relay" for d in relays),
+           f"two relay decisions, reason upgraded-relay: {relays}")
+    expect(sum(d["bytes"] for d in relays) == relayed,
+           f"relay decisions' bytes {[d['bytes'] for d in relays]} sum to {relayed}")
+    acts = [l for l in lines if l.get("type") == "activity"]
+    by_id = {d["id"]: d for d in decisions}
+    expect(all(a["decision"] in by_id for a in acts),
+           f"every activity line joins a decision: {[a['decision'] for a in acts]}")
+    for d in relays:
+        mine = [a for a in acts if a["decision"] == d["id"]]
+        expect(len(mine) == 1, f"relay {d['id']}: one activity line, found {len(mine)}")
+        for a in mine:
+            expect(a["kind"] == "PTOP" and a["bytes"] == d["bytes"] and
+                   (a["src_dev"], a["dst_dev"]) == (d["src"]["dev"], d["dst"]["dev"]) and
+                   0 < a["start_ns"] < a["end_ns"],
+                   f"relay {d['id']}: PTOP of its bytes across its devices: {a}")
+    total = sum(d["bytes"] for d in decisions)
+    expect(sum(a["bytes"] for a in acts) == total,
+           f"activity bytes {sum(a['bytes'] for a in acts)} == program bytes {total}")
+    expect(footer.get("unjoined", 0) == 0, f"nothing unjoined: {footer}")
+    if launcher:
+        rc, text, data = report(launcher, path)
+        tot = [r for r in data if r.get("record") == "total"]
+        expect(rc == 0 and tot and tot[0]["bytes"] == total and tot[0]["peer_bytes"] == total
+               and tot[0]["copies"] == len(decisions) and tot[0]["by_activity"] == len(decisions),
+               f"report total: {tot} (exit {rc}), want {total} bytes peer, timed by CUPTI")
+        run_ = [r for r in data if r.get("record") == "run"]
+        expect(run_ and run_[0]["orphan_activities"] == 0, f"report: no orphan activity {run_}")
+
+
 def main():
     case, probe, preload, standin = sys.argv[1:5]
     tmp = tempfile.mkdtemp(prefix="p2p-records-")
@@ -86,6 +124,12 @@ def main():
     if case == "observe":
         env["P2PSHIM_MODE"] = "observe"
         env["P2PSHIM_CUPTI"] = "0"
+    if case == "relay":
+        # CUPTI from the stand-in's libcupti.so (STANDIN_DIR/../standin-cupti)
+        cupti = os.path.join(os.path.dirname(standin.rstrip("/")), "standin-cupti")
+        env["LD_LIBRARY_PATH"] = cupti + ":" + standin
+        env["P2PSHIM_CUPTI"] = "1"
+        env["P2PSHIM_POOL_RELAY"] = "3M"
     if case in ("many_capped", "fork_exit"):
         env["P2PSHIM_RECORD_LIMIT"] = "1K"
     p = run(probe, scenario, env, preload, standin)
@@ -299,6 +343,9 @@ def main():
             page = open(html).read() if rh.returncode == 0 and os.path.exists(html) else ""
             expect('<table id="bounces">' in page and "<td>0&rarr;1</td><td>1</td>" in page,
                    f"html report: the bounces table (exit {rh.returncode})")
+    elif case == "relay":
+        expect(len(logs) == 1, f"one log, found {logs}")
+        check_relay(os.path.join(tmp, logs[0]), out, sys.argv[5] if len(sys.argv) > 5 else None)
     elif case in ("many", "many_capped"):
         lines, decisions, footer = read_log(os.path.join(tmp, logs[0]))
         total = footer.get("records", 0) + footer.get("dropped", 0)

@@ -12,6 +12,10 @@
  *   exec_fail a copy, an exec that fails, two more copies
  *   exec_self a copy, then exec of this program with exec_child (a copy)
  *   many     20000 copies from 4 threads (ring and writer under load)
+ *   relay    a program copy the shim relays (pool memory, several chunks)
+ *            each way: pool 0 -> pool 1 async on a stream, pool 1 ->
+ *            device 0 synchronous; then one ordinary cross copy; prints
+ *            "relayed=BYTES" (what the program copied in relayed copies)
  *   bounce   a 2 MiB D2H from device 0 into a pageable buffer, then an
  *            H2D from it to device 1 (the shim bounces them)
  * Prints "staged=N peer=N" (the stand-in's counters) so the observe-mode
@@ -49,6 +53,41 @@ static void *many_copies(void *arg)
     for (int i = 0; i < 5000; i++)
         CHECK_CU(cuMemcpyDtoD(b0, a0, 64));
     return NULL;
+}
+
+/* Not a multiple of the relay's chunk (P2PSHIM_POOL_RELAY=3M): the last
+ * chunk is partial. */
+#define RELAY_BYTES (((size_t)8 << 20) + 12345)
+
+static CUdeviceptr pool_on(int dev)
+{
+    CUdeviceptr p = 0;
+    CHECK_CU(cuCtxSetCurrent(ctx[dev]));
+    CHECK_CU(cuMemAllocAsync(&p, RELAY_BYTES, NULL));
+    CHECK_CU(cuStreamSynchronize(NULL));
+    return p;
+}
+
+static int relay_copies(void)
+{
+    CUdeviceptr p0 = pool_on(0), p1 = pool_on(1), d0;
+    CUstream s;
+    CHECK_CU(cuCtxSetCurrent(ctx[0]));
+    CHECK_CU(cuMemAlloc(&d0, RELAY_BYTES));
+    CHECK_CU(cuMemsetD8(p0, 0x5A, RELAY_BYTES));
+    CHECK_CU(cuMemsetD8(d0, 0, RELAY_BYTES));
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CHECK_CU(cuMemcpyAsync(p1, p0, RELAY_BYTES, s));
+    CHECK_CU(cuStreamSynchronize(s));
+    CHECK_CU(cuMemcpy(d0, p1, RELAY_BYTES));
+    for (size_t i = 0; i < RELAY_BYTES; i++)
+        if (((unsigned char *)(uintptr_t)d0)[i] != 0x5A) {
+            fprintf(stderr, "rec_probe: wrong relayed byte at %zu\n", i);
+            return 1;
+        }
+    cross();
+    printf("relayed=%zu\n", 2 * RELAY_BYTES);
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -149,6 +188,9 @@ int main(int argc, char **argv)
                 return 1;
             }
         free(h);
+    } else if (strcmp(sc, "relay") == 0) {
+        if (relay_copies() != 0)
+            return 1;
     } else if (strcmp(sc, "many") == 0) {
         pthread_t th[4];
         for (int i = 0; i < 4; i++)

@@ -45,38 +45,55 @@ static uint64_t duration_ns(size_t bytes, unsigned gb_per_s)
     return 2000 + bytes / gb_per_s;
 }
 
-uint64_t sd_account(const struct sd_xfer *x, const struct sd_alloc *dst,
-                    const struct sd_alloc *src)
+static uint64_t account(const struct sd_xfer *x, const struct sd_alloc *dst,
+                        const struct sd_alloc *src, enum standin_path *path)
 {
     size_t bytes = x->width * x->height * x->depth;
     struct standin_stats *st = &sd.stats;
     int dd = sd_mem_on_device(dst), sdv = sd_mem_on_device(src);
     if (dd && sdv) {
         if (dst->dev == src->dev) {
+            *path = STANDIN_PATH_SAME_DEVICE;
             st->same_device_copies++;
             st->same_device_bytes += bytes;
             return duration_ns(bytes, 1000);
         }
         if (peer_path(x, dst, src)) {
+            *path = STANDIN_PATH_PEER;
             st->peer_copies++;
             st->peer_bytes += bytes;
             return duration_ns(bytes, sd.cfg.slow[src->dev][dst->dev] ? 5 : 400);
         }
+        *path = STANDIN_PATH_STAGED;
         st->staged_copies++;
         st->staged_bytes += bytes;
         return duration_ns(bytes, 40);
     }
     if (dd) {
+        *path = STANDIN_PATH_H2D;
         st->h2d_copies++;
         st->h2d_bytes += bytes;
     } else if (sdv) {
+        *path = STANDIN_PATH_D2H;
         st->d2h_copies++;
         st->d2h_bytes += bytes;
     } else {
+        *path = STANDIN_PATH_H2H;
         st->h2h_copies++;
         st->h2h_bytes += bytes;
     }
     return duration_ns(bytes, 25);
+}
+
+uint64_t sd_account(const struct sd_xfer *x, const struct sd_alloc *dst,
+                    const struct sd_alloc *src)
+{
+    enum standin_path path;
+    uint64_t ns = account(x, dst, src, &path);
+    sd_observe_copy(path, x->width * x->height * x->depth,
+                    sd_mem_on_device(src) ? src->dev : -1, sd_mem_on_device(dst) ? dst->dev : -1,
+                    ns);
+    return ns;
 }
 
 int sd_link_corrupts(const struct sd_xfer *x, const struct sd_alloc *dst,

@@ -2,8 +2,31 @@
  * and callable before cuInit. */
 #include "sd_internal.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+
+static const struct standin_observer *_Atomic observer;
+
+SD_API void standin_set_observer(const struct standin_observer *o)
+{
+    atomic_store(&observer, o);
+}
+
+void sd_observe_enter(const char *fn)
+{
+    const struct standin_observer *o = atomic_load(&observer);
+    if (o != NULL && o->api_enter != NULL)
+        o->api_enter(fn);
+}
+
+void sd_observe_copy(enum standin_path path, uint64_t bytes, int src_dev, int dst_dev,
+                     uint64_t ns)
+{
+    const struct standin_observer *o = atomic_load(&observer);
+    if (o != NULL && o->copy_issued != NULL)
+        o->copy_issued(path, bytes, src_dev, dst_dev, ns);
+}
 
 SD_API void standin_get_stats(struct standin_stats *out)
 {

@@ -357,6 +357,10 @@ int sd_vmm_span_reachable(uintptr_t p, size_t n, int dev);
  * class's speed, in GB/s (bytes per ns): peer 400 (5 over a
  * STANDIN_LINK_SLOW link), staged 40, host 25, same device 1000. Async
  * copies add it to their stream's clock, which cuEventElapsedTime reads. */
+/* The stand-in CUPTI's observer (standin.h), when one is set. */
+void sd_observe_enter(const char *fn);
+void sd_observe_copy(enum standin_path path, uint64_t bytes, int src_dev, int dst_dev,
+                     uint64_t ns);
 uint64_t sd_account(const struct sd_xfer *x, const struct sd_alloc *dst,
                     const struct sd_alloc *src);
 /* 1 when the copy x between the two would be a peer copy over a

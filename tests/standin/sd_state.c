@@ -69,6 +69,7 @@ void sd_counters_clear(void)
 
 CUresult sd_enter(const char *fn, int need_init)
 {
+    sd_observe_enter(fn); /* outside the lock: a profiler calls back into its tool */
     pthread_mutex_lock(&sd_mu);
     sd_count(SD_COUNT_CALLS, fn);
     if (need_init && !sd.initialized)

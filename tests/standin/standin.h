@@ -124,6 +124,23 @@ void standin_reload_config(void);
  * export, for the tool to call. Returns 0, or -1 for an unknown name. */
 int standin_inject(const char *exact_name, void *replacement, void **original);
 
+/* For the stand-in CUPTI (libcupti.so, sd_cupti.c): api_enter is called
+ * at the start of every exported driver function, on the calling thread,
+ * before anything else (name: the exported name); copy_issued for every
+ * copy as it is issued within it (path: its class, STANDIN_PATH_*, as the
+ * counters above count it; the devices of its ends, -1 for host memory;
+ * ns: its duration in the time model). NULL unsets. */
+enum standin_path {
+    STANDIN_PATH_PEER, STANDIN_PATH_STAGED, STANDIN_PATH_SAME_DEVICE,
+    STANDIN_PATH_H2D, STANDIN_PATH_D2H, STANDIN_PATH_H2H
+};
+struct standin_observer {
+    void (*api_enter)(const char *name);
+    void (*copy_issued)(enum standin_path path, uint64_t bytes, int src_dev, int dst_dev,
+                        uint64_t ns);
+};
+void standin_set_observer(const struct standin_observer *observer);
+
 /* One line on stdout ("standin: live at WHEN: ..."): the allocations of
  * every kind (count and bytes), the created streams and the events alive
  * now. No addresses: runs with and without a shim compare line for line. */
