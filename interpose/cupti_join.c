@@ -46,8 +46,23 @@ struct corr_entry {
     uint32_t correlation;
     uint64_t decision;
     enum cupti_relay_part part;
+    bool seen; /* a record joined it: on the seen ring */
     UT_hash_handle hh;
 };
+
+/* What the map may hold, so that a long profiled run does not grow by one
+ * entry per copy for ever. A call's records come together (one, or two
+ * for some staged copies, in one buffer), so an entry is kept after its
+ * first record only until CORR_SEEN_KEEP later entries have had theirs (a
+ * ring of their correlation ids, oldest given back first); an entry no
+ * record ever comes for (a call that failed) goes once the map holds
+ * CORR_HELD_MAX, oldest first. A record that comes after its entry went
+ * is written unjoined and counted. */
+#define CORR_SEEN_KEEP 65536u
+#define CORR_HELD_MAX (4u * CORR_SEEN_KEEP)
+static uint32_t *seen_ring; /* CORR_SEEN_KEEP ids, from the first join */
+static size_t seen_next, seen_count;
+static _Atomic uint64_t corr_evicted;
 
 /* One copy record as the activity line wants it. */
 struct copy_rec {
@@ -148,6 +163,33 @@ static void relay_add(const struct corr_entry *c, const struct copy_rec *r)
     relay_try_emit(m, false);
 }
 
+static void corr_drop(struct corr_entry *c)
+{
+    HASH_DEL(corr_map, c);
+    shim_free(c, sizeof *c);
+    atomic_fetch_add_explicit(&corr_evicted, 1, memory_order_relaxed);
+}
+
+/* c had its first record: on the ring, the oldest seen entry given back
+ * when the ring is full. */
+static void corr_seen(struct corr_entry *c)
+{
+    c->seen = true;
+    if (seen_ring == NULL && (seen_ring = shim_alloc(CORR_SEEN_KEEP * sizeof *seen_ring)) == NULL)
+        return; /* kept until the map's own cap */
+    if (seen_count == CORR_SEEN_KEEP) {
+        struct corr_entry *old = NULL;
+        uint32_t id = seen_ring[seen_next];
+        HASH_FIND(hh, corr_map, &id, sizeof id, old);
+        if (old != NULL && old->seen && old != c)
+            corr_drop(old);
+        seen_count--;
+    }
+    seen_ring[seen_next] = c->correlation;
+    seen_next = (seen_next + 1) % CORR_SEEN_KEEP;
+    seen_count++;
+}
+
 /* A record whose correlation is mapped (c): its decision's line, or its
  * relay's part. */
 static void join(struct corr_entry *c, const struct copy_rec *r)
@@ -155,6 +197,8 @@ static void join(struct corr_entry *c, const struct copy_rec *r)
     if (c->part == CUPTI_RELAY_NONE) {
         emit(c->decision, r);
         atomic_fetch_add(&joined, 1);
+        if (!c->seen)
+            corr_seen(c);
         return;
     }
     relay_add(c, r);
@@ -188,6 +232,8 @@ static void add_correlation(uint32_t correlation, uint64_t decision,
             return;
         c->correlation = correlation;
         HASH_ADD(hh, corr_map, correlation, sizeof c->correlation, c);
+        while (HASH_COUNT(corr_map) > CORR_HELD_MAX && corr_map != c)
+            corr_drop(corr_map); /* the oldest: uthash keeps insertion order */
     }
     c->decision = decision;
     c->part = part;
@@ -442,10 +488,14 @@ void cupti_flush(void)
     pthread_mutex_lock(&join_lock);
     resolve_pending(true);
     pthread_mutex_unlock(&join_lock);
+    pthread_mutex_lock(&join_lock);
+    unsigned held = HASH_COUNT(corr_map);
+    pthread_mutex_unlock(&join_lock);
     LOG_DEBUG("CUPTI: %llu driver calls mapped to decisions, %llu activity lines joined, "
               "%llu not; %llu relay records merged into their copies' lines, %llu of "
-              "relays given up dropped",
+              "relays given up dropped; %u calls held, %llu given back",
               (unsigned long long)atomic_load(&mapped), (unsigned long long)atomic_load(&joined),
               (unsigned long long)atomic_load(&unjoined), (unsigned long long)atomic_load(&merged),
-              (unsigned long long)atomic_load(&relay_dropped));
+              (unsigned long long)atomic_load(&relay_dropped), held,
+              (unsigned long long)atomic_load(&corr_evicted));
 }

@@ -7,6 +7,7 @@ CASE: paths | observe | fork | fork_exit | fork_exit_few | fork_quiet | exec | e
 The checks read the log as any consumer would (docs/LOG_FORMAT.md) and
 compare it with what the probe did and what the stand-in counted."""
 import json
+import re
 import os
 import subprocess
 import sys
@@ -116,7 +117,7 @@ def main():
     pattern = os.path.join(tmp, "run-%p.jsonl")
     env = {"P2PSHIM_RUN_LOG": pattern}
     scenario = {"observe": "paths", "many_capped": "many", "observe_bounce": "bounce",
-                "reuse": "paths", "odd_exe": "paths"}.get(case, case)
+                "reuse": "paths", "odd_exe": "paths", "cupti_bounded": "lots"}.get(case, case)
     if case == "observe_bounce":
         env["P2PSHIM_MODE"] = "observe"
         env["P2PSHIM_CUPTI"] = "0"
@@ -124,6 +125,11 @@ def main():
     if case == "observe":
         env["P2PSHIM_MODE"] = "observe"
         env["P2PSHIM_CUPTI"] = "0"
+    if case == "cupti_bounded":
+        cupti = os.path.join(os.path.dirname(standin.rstrip("/")), "standin-cupti")
+        env["LD_LIBRARY_PATH"] = cupti + ":" + standin
+        env["P2PSHIM_CUPTI"] = "1"
+        env["P2PSHIM_LOG"] = "debug"
     if case == "relay":
         # CUPTI from the stand-in's libcupti.so (STANDIN_DIR/../standin-cupti)
         cupti = os.path.join(os.path.dirname(standin.rstrip("/")), "standin-cupti")
@@ -346,6 +352,20 @@ def main():
     elif case == "relay":
         expect(len(logs) == 1, f"one log, found {logs}")
         check_relay(os.path.join(tmp, logs[0]), out, sys.argv[5] if len(sys.argv) > 5 else None)
+    elif case == "cupti_bounded":
+        # 80000 copies, each one decision and one activity line joined to
+        # it, while the join held at most the 65536 calls it keeps.
+        lines, decisions, footer = read_log(os.path.join(tmp, logs[0]))
+        ids = {d["id"] for d in decisions}
+        acts = [l for l in lines if l.get("type") == "activity"]
+        expect(footer.get("records") == 80000 and footer.get("dropped") == 0,
+               f"80000 decisions, none dropped: {footer}")
+        expect(len(acts) == 80000 and all(a["decision"] in ids for a in acts),
+               f"80000 activity lines, all joined: {len(acts)}, "
+               f"{sum(a['decision'] not in ids for a in acts)} not")
+        m = re.search(r"(\d+) calls held, (\d+) given back", p.stderr)
+        expect(m is not None and int(m.group(1)) <= 65536 and int(m.group(2)) >= 80000 - 65536,
+               f"the join's map bounded: {m.group(0) if m else 'no line'}")
     elif case in ("many", "many_capped"):
         lines, decisions, footer = read_log(os.path.join(tmp, logs[0]))
         total = footer.get("records", 0) + footer.get("dropped", 0)

@@ -191,6 +191,11 @@ int main(int argc, char **argv)
     } else if (strcmp(sc, "relay") == 0) {
         if (relay_copies() != 0)
             return 1;
+    } else if (strcmp(sc, "lots") == 0) {
+        /* More copies than the CUPTI join keeps calls for (65536 seen). */
+        CHECK_CU(cuCtxSetCurrent(ctx[0]));
+        for (int i = 0; i < 80000; i++)
+            CHECK_CU(cuMemcpyDtoD(b0, a0, 64));
     } else if (strcmp(sc, "many") == 0) {
         pthread_t th[4];
         for (int i = 0; i < 4; i++)
