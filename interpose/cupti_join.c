@@ -50,14 +50,11 @@ struct corr_entry {
     UT_hash_handle hh;
 };
 
-/* What the map may hold, so that a long profiled run does not grow by one
- * entry per copy for ever. A call's records come together (one, or two
- * for some staged copies, in one buffer), so an entry is kept after its
- * first record only until CORR_SEEN_KEEP later entries have had theirs (a
- * ring of their correlation ids, oldest given back first); an entry no
- * record ever comes for (a call that failed) goes once the map holds
- * CORR_HELD_MAX, oldest first. A record that comes after its entry went
- * is written unjoined and counted. */
+/* What the map may hold (a long profiled run must not grow by an entry
+ * per copy for ever). A call's records come together, so an entry is kept
+ * after its first record until CORR_SEEN_KEEP later entries had theirs (a
+ * ring of their ids); one no record comes for (a failed call) goes once
+ * the map holds CORR_HELD_MAX, oldest first. A later record is unjoined. */
 #define CORR_SEEN_KEEP 65536u
 #define CORR_HELD_MAX (4u * CORR_SEEN_KEEP)
 static uint32_t *seen_ring; /* CORR_SEEN_KEEP ids, from the first join */
