@@ -29,8 +29,13 @@ struct copy_call {
     /* A linear copy's own address arguments, which the wrapper passes to
      * the driver after the copy path: the copy path may set them to the
      * aliases of mapped ends (copy_alias.h). NULL: the call cannot be
-     * re-issued that way (struct, batch and host copies). */
+     * re-issued that way (batch and host copies). A 2D/3D copy's are
+     * the address fields of the wrapper's copy of the descriptor, its
+     * first bytes alias_*_off past them, the copy touching alias_*_span
+     * bytes from there (0: the copy's byte count, a linear copy). */
     CUdeviceptr *alias_dst, *alias_src;
+    size_t alias_dst_off, alias_src_off, alias_dst_span, alias_src_span;
+    bool aliased; /* the copy path replaced them */
     /* A linear copy the shim may carry itself through its own buffers
      * (pool_relay.h): relay_ok and sync (a synchronous variant) set by the
      * wrapper; relayed set when it did, relay_rc then the answer the

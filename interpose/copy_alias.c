@@ -84,23 +84,37 @@ static bool span_grants(CUdeviceptr ptr, size_t bytes, int other)
     return true;
 }
 
-static bool program_granted(const struct copy_call *call, const struct copy_end *src,
-                            const struct copy_end *dst, size_t bytes)
+/* Where the copy path reads one end: its first byte and the bytes it
+ * touches from there (copy.h); false when they wrap around. */
+static bool end_span(const CUdeviceptr *field, size_t off, size_t span, size_t bytes,
+                     CUdeviceptr *first, size_t *n)
+{
+    *first = *field + off;
+    *n = span != 0 ? span : bytes;
+    return *first >= *field && *first + *n > *first;
+}
+
+static bool program_granted(const struct copy_end *src, const struct copy_end *dst,
+                            CUdeviceptr s, size_t sn, CUdeviceptr t, size_t tn)
 {
     /* Both ends mapped: an ordinary end would need context peer access,
      * which the alias path enables and the program may not have. */
     return src->route.kind == MEM_KIND_VMM && dst->route.kind == MEM_KIND_VMM &&
-           span_grants(*call->alias_src, bytes, dst->route.device) &&
-           span_grants(*call->alias_dst, bytes, src->route.device);
+           span_grants(s, sn, dst->route.device) && span_grants(t, tn, src->route.device);
 }
 
 enum route_reason copy_alias_apply(struct copy_call *call, const struct route_decision *d,
                                    const struct copy_end *src, const struct copy_end *dst,
                                    size_t bytes)
 {
+    CUdeviceptr s0, t0;
+    size_t sn, tn;
     if (call->alias_dst == NULL || call->alias_src == NULL)
         return ROUTE_SHIM_ERROR;
-    if (program_granted(call, src, dst, bytes))
+    if (!end_span(call->alias_src, call->alias_src_off, call->alias_src_span, bytes, &s0, &sn) ||
+        !end_span(call->alias_dst, call->alias_dst_off, call->alias_dst_span, bytes, &t0, &tn))
+        return ROUTE_ALIAS_FAILED;
+    if (program_granted(src, dst, s0, sn, t0, tn))
         return ROUTE_APP_PEER;
     if (d->need_enable) {
         enum route_reason r = upgrade_enable(d, src, dst);
@@ -111,11 +125,80 @@ enum route_reason copy_alias_apply(struct copy_call *call, const struct route_de
     /* The issuing device's copy engine reads one end and writes the other:
      * the alias must let both devices of the copy in (vmm_alias.h). */
     uint32_t devices = device_bit(src->route.device) | device_bit(dst->route.device);
-    CUdeviceptr s = end_address(src, *call->alias_src, bytes, devices);
-    CUdeviceptr t = s != 0 ? end_address(dst, *call->alias_dst, bytes, devices) : 0;
+    CUdeviceptr s = end_address(src, s0, sn, devices);
+    CUdeviceptr t = s != 0 ? end_address(dst, t0, tn, devices) : 0;
     if (s == 0 || t == 0)
         return ROUTE_ALIAS_FAILED;
-    *call->alias_src = s;
-    *call->alias_dst = t;
+    *call->alias_src = s - call->alias_src_off;
+    *call->alias_dst = t - call->alias_dst_off;
+    call->aliased = true;
     return ROUTE_UPGRADED_ALIAS;
+}
+
+/* ---- 2D and 3D descriptors ---- */
+
+/* One end of a 2D/3D copy of w x h x d bytes at (x, y, z) of a layout of
+ * pitch and height: its first byte's distance from the address field and
+ * the bytes from there to the last row's end. false when the geometry is
+ * one the driver refuses (a pitch below the width, a height below the
+ * rows) or the sums overflow: the copy then passes as it would. */
+static bool struct_extent(size_t x, size_t y, size_t z, size_t pitch, size_t height, size_t w,
+                          size_t h, size_t d, size_t *off, size_t *span)
+{
+    size_t slice, zo, yo, ls, lr;
+    if (w == 0 || h == 0 || d == 0 || ((h > 1 || d > 1) && pitch < w) || (d > 1 && height < h))
+        return false;
+    if (__builtin_mul_overflow(pitch, height, &slice) || __builtin_mul_overflow(z, slice, &zo) ||
+        __builtin_mul_overflow(y, pitch, &yo) || __builtin_add_overflow(zo, yo, off) ||
+        __builtin_add_overflow(*off, x, off) || __builtin_mul_overflow(d - 1, slice, &ls) ||
+        __builtin_mul_overflow(h - 1, pitch, &lr) || __builtin_add_overflow(ls, lr, span) ||
+        __builtin_add_overflow(*span, w, span))
+        return false;
+    return true;
+}
+
+/* The descriptors name their fields alike: L is the wrapper's copy. */
+#define ALLOW_STRUCT(call, L, z_src, z_dst, h_src, h_dst, depth)                              \
+    do {                                                                                     \
+        if (!struct_extent((L)->srcXInBytes, (L)->srcY, z_src, (L)->srcPitch, h_src,          \
+                           (L)->WidthInBytes, (L)->Height, depth, &(call)->alias_src_off,     \
+                           &(call)->alias_src_span) ||                                        \
+            !struct_extent((L)->dstXInBytes, (L)->dstY, z_dst, (L)->dstPitch, h_dst,          \
+                           (L)->WidthInBytes, (L)->Height, depth, &(call)->alias_dst_off,     \
+                           &(call)->alias_dst_span))                                          \
+            return call;                                                                      \
+        (call)->alias_src = &(L)->srcDevice;                                                  \
+        (call)->alias_dst = &(L)->dstDevice;                                                  \
+    } while (0)
+
+struct copy_call *copy_alias_allow_2d(struct copy_call *call, const CUDA_MEMCPY2D *c,
+                                      CUDA_MEMCPY2D *local)
+{
+    if (c == NULL)
+        return call;
+    *local = *c;
+    ALLOW_STRUCT(call, local, 0, 0, local->Height, local->Height, 1);
+    return call;
+}
+
+struct copy_call *copy_alias_allow_3d(struct copy_call *call, const CUDA_MEMCPY3D *c,
+                                      CUDA_MEMCPY3D *local)
+{
+    if (c == NULL)
+        return call;
+    *local = *c;
+    ALLOW_STRUCT(call, local, local->srcZ, local->dstZ, local->srcHeight, local->dstHeight,
+                 local->Depth);
+    return call;
+}
+
+struct copy_call *copy_alias_allow_3d_peer(struct copy_call *call, const CUDA_MEMCPY3D_PEER *c,
+                                           CUDA_MEMCPY3D_PEER *local)
+{
+    if (c == NULL)
+        return call;
+    *local = *c;
+    ALLOW_STRUCT(call, local, local->srcZ, local->dstZ, local->srcHeight, local->dstHeight,
+                 local->Depth);
+    return call;
 }

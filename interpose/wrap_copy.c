@@ -4,6 +4,7 @@
  * host<->device copies may instead return the answer of the shim's
  * replacement (bounce.h). */
 #include "copy.h"
+#include "copy_alias.h"
 #include "hooks.h"
 #include "link_life.h"
 #include "pool_relay.h"
@@ -24,7 +25,8 @@
             return CUDA_ERROR_NOT_INITIALIZED;                                \
         struct copy_call call_ = {HOOK_##name, (stream_expr),                 \
                                   HOOK_PER_THREAD_##name, 0, false, NULL, NULL, \
-                                  NULL, NULL, false, false, false,            \
+                                  NULL, NULL, 0, 0, 0, 0, false,              \
+                                  false, false, false,                        \
                                   CUDA_SUCCESS, 0, 0, false};                 \
         struct copy_call *call = &call_;                                      \
         if (!shim_begin())                                                    \
@@ -86,25 +88,41 @@ WRAP_PEER_ASYNC(cuMemcpyPeerAsync)
 WRAP_PEER_ASYNC(cuMemcpyPeerAsync_ptsz)
 
 /* ---- described by a struct ---- */
-#define WRAP_STRUCT_SYNC(name, type, fn)                                      \
-    WRAP(name, (const type *c), (c), fn(call, c))
-#define WRAP_STRUCT_ASYNC(name, type, fn)                                     \
-    WRAP_STREAM(name, (const type *c, CUstream s), (c, s), s, fn(call, c))
+/* 2D and 3D copies may be issued with the aliases of mapped ends: the copy
+ * path works on the wrapper's copy of the program's descriptor, `local`
+ * (a compound literal of the wrapper's body, alive until it returns), and
+ * the wrapper passes local to the driver when the path replaced its
+ * addresses (copy_alias.h); the program's descriptor is never written. */
+#define STRUCT_CONSIDER(kind, type)                                           \
+    static const type *consider_##kind(struct copy_call *call, const type *c, type *local) \
+    {                                                                         \
+        copy_consider_##kind(copy_alias_allow_##kind(call, c, local), c);     \
+        return call->aliased ? local : c;                                     \
+    }
+STRUCT_CONSIDER(2d, CUDA_MEMCPY2D)
+STRUCT_CONSIDER(3d, CUDA_MEMCPY3D)
+STRUCT_CONSIDER(3d_peer, CUDA_MEMCPY3D_PEER)
 
-WRAP_STRUCT_SYNC(cuMemcpy2D_v2, CUDA_MEMCPY2D, copy_consider_2d)
-WRAP_STRUCT_SYNC(cuMemcpy2D_v2_ptds, CUDA_MEMCPY2D, copy_consider_2d)
-WRAP_STRUCT_SYNC(cuMemcpy2DUnaligned_v2, CUDA_MEMCPY2D, copy_consider_2d)
-WRAP_STRUCT_SYNC(cuMemcpy2DUnaligned_v2_ptds, CUDA_MEMCPY2D, copy_consider_2d)
-WRAP_STRUCT_ASYNC(cuMemcpy2DAsync_v2, CUDA_MEMCPY2D, copy_consider_2d)
-WRAP_STRUCT_ASYNC(cuMemcpy2DAsync_v2_ptsz, CUDA_MEMCPY2D, copy_consider_2d)
-WRAP_STRUCT_SYNC(cuMemcpy3D_v2, CUDA_MEMCPY3D, copy_consider_3d)
-WRAP_STRUCT_SYNC(cuMemcpy3D_v2_ptds, CUDA_MEMCPY3D, copy_consider_3d)
-WRAP_STRUCT_ASYNC(cuMemcpy3DAsync_v2, CUDA_MEMCPY3D, copy_consider_3d)
-WRAP_STRUCT_ASYNC(cuMemcpy3DAsync_v2_ptsz, CUDA_MEMCPY3D, copy_consider_3d)
-WRAP_STRUCT_SYNC(cuMemcpy3DPeer, CUDA_MEMCPY3D_PEER, copy_consider_3d_peer)
-WRAP_STRUCT_SYNC(cuMemcpy3DPeer_ptds, CUDA_MEMCPY3D_PEER, copy_consider_3d_peer)
-WRAP_STRUCT_ASYNC(cuMemcpy3DPeerAsync, CUDA_MEMCPY3D_PEER, copy_consider_3d_peer)
-WRAP_STRUCT_ASYNC(cuMemcpy3DPeerAsync_ptsz, CUDA_MEMCPY3D_PEER, copy_consider_3d_peer)
+#define WRAP_STRUCT_SYNC(name, type, kind)                                    \
+    WRAP(name, (const type *c), (c), (c = consider_##kind(call, c, &(type){0})))
+#define WRAP_STRUCT_ASYNC(name, type, kind)                                   \
+    WRAP_STREAM(name, (const type *c, CUstream s), (c, s), s,                 \
+                (c = consider_##kind(call, c, &(type){0})))
+
+WRAP_STRUCT_SYNC(cuMemcpy2D_v2, CUDA_MEMCPY2D, 2d)
+WRAP_STRUCT_SYNC(cuMemcpy2D_v2_ptds, CUDA_MEMCPY2D, 2d)
+WRAP_STRUCT_SYNC(cuMemcpy2DUnaligned_v2, CUDA_MEMCPY2D, 2d)
+WRAP_STRUCT_SYNC(cuMemcpy2DUnaligned_v2_ptds, CUDA_MEMCPY2D, 2d)
+WRAP_STRUCT_ASYNC(cuMemcpy2DAsync_v2, CUDA_MEMCPY2D, 2d)
+WRAP_STRUCT_ASYNC(cuMemcpy2DAsync_v2_ptsz, CUDA_MEMCPY2D, 2d)
+WRAP_STRUCT_SYNC(cuMemcpy3D_v2, CUDA_MEMCPY3D, 3d)
+WRAP_STRUCT_SYNC(cuMemcpy3D_v2_ptds, CUDA_MEMCPY3D, 3d)
+WRAP_STRUCT_ASYNC(cuMemcpy3DAsync_v2, CUDA_MEMCPY3D, 3d)
+WRAP_STRUCT_ASYNC(cuMemcpy3DAsync_v2_ptsz, CUDA_MEMCPY3D, 3d)
+WRAP_STRUCT_SYNC(cuMemcpy3DPeer, CUDA_MEMCPY3D_PEER, 3d_peer)
+WRAP_STRUCT_SYNC(cuMemcpy3DPeer_ptds, CUDA_MEMCPY3D_PEER, 3d_peer)
+WRAP_STRUCT_ASYNC(cuMemcpy3DPeerAsync, CUDA_MEMCPY3D_PEER, 3d_peer)
+WRAP_STRUCT_ASYNC(cuMemcpy3DPeerAsync_ptsz, CUDA_MEMCPY3D_PEER, 3d_peer)
 
 /* ---- batches: the 12080 signature carries failIdx, 13000's does not ---- */
 #define WRAP_BATCH_12080(name)                                                \
