@@ -10,9 +10,11 @@
  * (the rectangle carries the source's bytes, the rest is untouched), the
  * source unchanged, the program's descriptor unchanged, the path the
  * stand-in counted (peer through the shim's alias with the shim, staged
- * without) and that cuMemGetAccess answers as before. Then a copy whose
- * rows run past the source's mapping into the unmapped second chunk gets
- * the driver's answer (nothing written); and with both mappings granted to
+ * without) and that cuMemGetAccess answers as before. Then copies whose
+ * rows or second slice run past the source's mapping into the unmapped
+ * second chunk, by a byte among them, get the driver's answer (nothing
+ * written), as does a pitch below the width, while a last row ending at
+ * the mapping's last byte is still aliased; and with both mappings granted to
  * both devices by the program, the driver copies peer itself and the shim
  * makes no alias. log.sh checks the exit summary's reasons. */
 #include <stdio.h>
@@ -29,6 +31,9 @@
 #define SY ((size_t)3)
 #define DX ((size_t)37)
 #define DY ((size_t)7)
+/* cuMemcpy3D_v2 copies two slices of these heights */
+#define SH (SY + H + 1)
+#define DH (DY + H + 2)
 
 static struct pl_env env;
 static int shim;
@@ -60,7 +65,7 @@ static void buf_init(struct buf *b, int dev)
     size_t g = 0;
     PL_OK(cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
     b->dev = dev;
-    b->chunk = (DY * DPITCH + H * DPITCH + g - 1) / g * g;
+    b->chunk = (2 * DH * DPITCH + g - 1) / g * g;
     b->va = 0;
     pl_use(env.ctx[dev]);
     PL_OK(cuMemAddressReserve(&b->va, 2 * b->chunk, 0, 0, 0));
@@ -93,14 +98,18 @@ static unsigned char *read_back(const struct buf *b)
     return h;
 }
 
-/* The destination as it must be: its pattern, the rectangle the source's. */
-static void expect_rect(unsigned char *want, unsigned dseed, unsigned sseed, size_t n)
+/* The destination as it must be: its pattern, the box of depth slices the
+ * source's. */
+static void expect_box(unsigned char *want, unsigned dseed, unsigned sseed, size_t n,
+                       size_t depth, size_t src_z)
 {
     for (size_t i = 0; i < n; i++)
         want[i] = pl_pattern(dseed, i);
-    for (size_t y = 0; y < H; y++)
-        for (size_t x = 0; x < W; x++)
-            want[(DY + y) * DPITCH + DX + x] = pl_pattern(sseed, (SY + y) * SPITCH + SX + x);
+    for (size_t z = 0; z < depth; z++)
+        for (size_t y = 0; y < H; y++)
+            for (size_t x = 0; x < W; x++)
+                want[z * DH * DPITCH + (DY + y) * DPITCH + DX + x] =
+                    pl_pattern(sseed, (src_z + z) * SH * SPITCH + (SY + y) * SPITCH + SX + x);
 }
 
 static CUresult issue_2d(int api, CUdeviceptr dst, CUdeviceptr src)
@@ -126,7 +135,8 @@ static CUresult issue_2d(int api, CUdeviceptr dst, CUdeviceptr src)
     return r;
 }
 
-/* api 3: cuMemcpy3D_v2; 4: cuMemcpy3DPeerAsync, unified addresses. */
+/* api 3: cuMemcpy3D_v2, two slices from the source's second; 4: cuMemcpy3DPeerAsync, unified
+ * addresses, one slice (as ggml). */
 static CUresult issue_3d(int api, int from, int to, CUdeviceptr dst, CUdeviceptr src)
 {
     CUDA_MEMCPY3D_PEER p, keep;
@@ -136,12 +146,12 @@ static CUresult issue_3d(int api, int from, int to, CUdeviceptr dst, CUdeviceptr
     p.srcXInBytes = SX;
     p.srcY = SY;
     p.srcPitch = SPITCH;
-    p.srcHeight = SY + H;
+    p.srcHeight = SH;
     p.dstDevice = dst;
     p.dstXInBytes = DX;
     p.dstY = DY;
     p.dstPitch = DPITCH;
-    p.dstHeight = DY + H;
+    p.dstHeight = DH;
     p.WidthInBytes = W;
     p.Height = H;
     p.Depth = 1;
@@ -158,7 +168,7 @@ static CUresult issue_3d(int api, int from, int to, CUdeviceptr dst, CUdeviceptr
         c.srcDevice = p.srcDevice, c.srcPitch = p.srcPitch, c.srcHeight = p.srcHeight;
         c.dstXInBytes = p.dstXInBytes, c.dstY = p.dstY, c.dstMemoryType = p.dstMemoryType;
         c.dstDevice = p.dstDevice, c.dstPitch = p.dstPitch, c.dstHeight = p.dstHeight;
-        c.WidthInBytes = W, c.Height = H, c.Depth = 1;
+        c.WidthInBytes = W, c.Height = H, c.Depth = 2, c.srcZ = 1;
         k3 = c;
         r = cuMemcpy3D_v2(&c);
         PL_EXPECT(memcmp(&c, &k3, sizeof c) == 0, "cuMemcpy3D_v2: the descriptor changed");
@@ -184,7 +194,7 @@ static int rect_copy(const struct buf *bufs, int from, int to, int api, const ch
     pl_stats(&s1);
     unsigned char *got = read_back(d), *want = malloc(d->chunk);
     PL_EXPECT(want != NULL, "no host memory");
-    expect_rect(want, dseed, sseed, d->chunk);
+    expect_box(want, dseed, sseed, d->chunk, api == 3 ? 2 : 1, api == 3 ? 1 : 0);
     size_t bad = 0;
     while (bad < d->chunk && got[bad] == want[bad])
         bad++;
@@ -220,7 +230,8 @@ static void rect_round(const struct buf *bufs, int want_peer, const char *round)
 /* The source's rows run past its mapping into the unmapped second chunk
  * (its first W * H bytes from the first row's start would fit: the span
  * is the rows' with their pitch): the driver refuses, with the shim as
- * without, and writes nothing. */
+ * without, and writes nothing; so does a 3D copy whose second slice runs
+ * past it. */
 static void rows_past(const struct buf *bufs)
 {
     size_t span = (H - 1) * SPITCH + W;
@@ -241,8 +252,46 @@ static void rows_past(const struct buf *bufs)
     pl_use(env.ctx[0]);
     PL_RC(cuMemcpy2D_v2(&c), CUDA_ERROR_INVALID_VALUE);
     PL_RC(cuMemcpy2DAsync_v2(&c, NULL), CUDA_ERROR_INVALID_VALUE);
+    /* two slices from the second: the first inside the mapping, the
+     * second past its end */
+    CUDA_MEMCPY3D b;
+    memset(&b, 0, sizeof b);
+    b.srcMemoryType = b.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    b.srcDevice = bufs[0].va;
+    b.srcY = (bufs[0].chunk - span - SH * SPITCH / 2) / SPITCH - SH;
+    b.srcZ = 1;
+    b.srcPitch = SPITCH;
+    b.srcHeight = SH;
+    b.dstDevice = bufs[1].va;
+    b.dstPitch = DPITCH;
+    b.dstHeight = DH;
+    b.WidthInBytes = W;
+    b.Height = H;
+    b.Depth = 2;
+    size_t first = b.srcZ * SH * SPITCH + b.srcY * SPITCH;
+    PL_EXPECT(first + span <= bufs[0].chunk && first + SH * SPITCH + span > bufs[0].chunk,
+              "rows past: the second slice does not straddle the mapping's end");
+    PL_RC(cuMemcpy3D_v2(&b), CUDA_ERROR_INVALID_VALUE);
     PL_OK(cuCtxSynchronize());
     pl_verify(env.ctx[1], bufs[1].va, bufs[1].chunk, seed, "rows past the mapping");
+    /* a pitch below the width: the driver's answer, no alias tried */
+    c.srcY = 0;
+    c.srcPitch = W - 1;
+    PL_RC(cuMemcpy2D_v2(&c), CUDA_ERROR_INVALID_VALUE);
+    c.srcPitch = SPITCH;
+    /* the last row ending at the mapping's last byte, then one byte past */
+    for (size_t past = 0; past < 2; past++) {
+        struct standin_stats s0, s1;
+        c.srcY = (bufs[0].chunk + past - span) / SPITCH;
+        c.srcXInBytes = (bufs[0].chunk + past - span) % SPITCH;
+        pl_use(env.ctx[0]);
+        pl_stats(&s0);
+        PL_RC(cuMemcpy2D_v2(&c), past ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS);
+        pl_stats(&s1);
+        PL_EXPECT(s1.peer_copies - s0.peer_copies == (uint64_t)(shim && !past),
+                  "rows ending %zu byte(s) past the mapping: %llu peer copies", past,
+                  (unsigned long long)(s1.peer_copies - s0.peer_copies));
+    }
 }
 
 int main(int argc, char **argv)
