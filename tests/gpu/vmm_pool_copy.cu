@@ -3,7 +3,9 @@
  *   vmm   cuMemCreate + cuMemAddressReserve + cuMemMap on each device, the
  *         handle released after mapping, access granted to the owner only
  *         (as ggml's VMM pool does); cudaMemcpyPeerAsync 0->1 and 1->0,
- *         then cudaMemcpyAsync (cudaMemcpyDefault) 0->1; then a pool
+ *         then cudaMemcpyAsync (cudaMemcpyDefault) 0->1, then the left
+ *         half of every row 0->1 and 1->0 as ggml's row split gathers
+ *         (cudaMemcpy3DPeerAsync) and with cudaMemcpy2DAsync; then a pool
  *         grown as ggml's is (a second allocation mapped right after the
  *         first in one reservation) and buffers that straddle the seam
  *         copied 0->1 and 1->0 (cudaMemcpyPeerAsync).
@@ -163,20 +165,48 @@ static void fill(void *p, size_t n, unsigned seed, unsigned char *host)
     GT_CHECK(cudaMemcpy(p, host, n, cudaMemcpyHostToDevice));
 }
 
-static void verify(const char *what, const void *p, size_t n, unsigned seed, unsigned char *host)
+#define ROW_PITCH ((size_t)64 << 10) /* of the 2D copies (enum api) */
+
+/* half: a 2D copy's destination, the right half of each row zero. */
+static void verify(const char *what, const void *p, size_t n, unsigned seed, unsigned char *host,
+                   bool half = false)
 {
     GT_CHECK(cudaMemcpy(host, p, n, cudaMemcpyDeviceToHost));
     for (size_t i = 0; i < n; i++)
-        if (host[i] != (unsigned char)(i * 131u + seed * 7u + (i >> 12))) {
+        if (host[i] != (half && i % ROW_PITCH >= ROW_PITCH / 2
+                            ? 0
+                            : (unsigned char)(i * 131u + seed * 7u + (i >> 12)))) {
             printf("FAIL %s: byte %zu is %u\n", what, i, host[i]);
             failures++;
             return;
         }
 }
 
-enum api { PEER, DEFAULT };
+/* PEER_2D and ASYNC_2D: the left half of every row of ROW_PITCH bytes, as
+ * ggml's row split gathers between GPUs (ggml_cuda_Memcpy2DPeerAsync:
+ * cudaMemcpy3DPeerAsync of depth 1; cudaMemcpy2DAsync elsewhere). */
+enum api { PEER, DEFAULT, PEER_2D, ASYNC_2D };
 
-/* One timed copy of n bytes, issued on a stream of device sdev. */
+static cudaError_t issue(void *dst, int ddev, const void *src, int sdev, size_t n, enum api api,
+                         cudaStream_t s)
+{
+    size_t w = ROW_PITCH / 2, rows = n / ROW_PITCH;
+    cudaMemcpy3DPeerParms p;
+    memset(&p, 0, sizeof p);
+    p.dstDevice = ddev;
+    p.dstPtr = make_cudaPitchedPtr(dst, ROW_PITCH, ROW_PITCH, rows);
+    p.srcDevice = sdev;
+    p.srcPtr = make_cudaPitchedPtr((void *)src, ROW_PITCH, ROW_PITCH, rows);
+    p.extent = make_cudaExtent(w, rows, 1);
+    return api == PEER      ? cudaMemcpyPeerAsync(dst, ddev, src, sdev, n, s)
+           : api == DEFAULT ? cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, s)
+           : api == PEER_2D ? cudaMemcpy3DPeerAsync(&p, s)
+                            : cudaMemcpy2DAsync(dst, ROW_PITCH, src, ROW_PITCH, w, rows,
+                                                cudaMemcpyDeviceToDevice, s);
+}
+
+/* One timed copy of n bytes (a 2D one moves half of them), issued on a
+ * stream of device sdev; GB/s of the bytes moved, -1 when refused. */
 static double timed_copy(void *dst, int ddev, const void *src, int sdev, size_t n, enum api api)
 {
     cudaStream_t s;
@@ -186,14 +216,15 @@ static double timed_copy(void *dst, int ddev, const void *src, int sdev, size_t 
     GT_CHECK(cudaEventCreate(&e0));
     GT_CHECK(cudaEventCreate(&e1));
     GT_CHECK(cudaEventRecord(e0, s));
-    if (api == PEER)
-        GT_CHECK(cudaMemcpyPeerAsync(dst, ddev, src, sdev, n, s));
-    else {
+    if (api == PEER) {
+        GT_CHECK(issue(dst, ddev, src, sdev, n, api, s));
+    } else {
         /* Without a grant the driver may refuse a non-Peer copy of mapped
-         * memory: said, not fatal (the stand-in models what is seen here). */
-        cudaError_t e = cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, s);
+         * memory (ggml says so of cudaMemcpy2DAsync): said, not fatal (the
+         * stand-in models what is seen here). */
+        cudaError_t e = issue(dst, ddev, src, sdev, n, api, s);
         if (e != cudaSuccess) {
-            printf("note: cudaMemcpyAsync between devices returned %s (%d)\n",
+            printf("note: api %d between devices returned %s (%d)\n", (int)api,
                    cudaGetErrorName(e), (int)e);
             cudaGetLastError();
             GT_CHECK(cudaStreamSynchronize(s));
@@ -208,7 +239,7 @@ static double timed_copy(void *dst, int ddev, const void *src, int sdev, size_t 
     GT_CHECK(cudaEventDestroy(e0));
     GT_CHECK(cudaEventDestroy(e1));
     GT_CHECK(cudaStreamDestroy(s));
-    return (double)n / (ms * 1e6);
+    return (double)(api >= PEER_2D ? n / 2 : n) / (ms * 1e6);
 }
 
 static void vmm_case(size_t n, bool expect_peer, unsigned char *host)
@@ -220,6 +251,10 @@ static void vmm_case(size_t n, bool expect_peer, unsigned char *host)
         {p1, 1, p0, 0, PEER, "vmm 0->1 cudaMemcpyPeerAsync"},
         {p0, 0, p1, 1, PEER, "vmm 1->0 cudaMemcpyPeerAsync"},
         {p1, 1, p0, 0, DEFAULT, "vmm 0->1 cudaMemcpyAsync"},
+        {p1, 1, p0, 0, PEER_2D, "vmm 0->1 cudaMemcpy3DPeerAsync 2D"},
+        {p0, 0, p1, 1, PEER_2D, "vmm 1->0 cudaMemcpy3DPeerAsync 2D"},
+        {p1, 1, p0, 0, ASYNC_2D, "vmm 0->1 cudaMemcpy2DAsync"},
+        {p0, 0, p1, 1, ASYNC_2D, "vmm 1->0 cudaMemcpy2DAsync"},
     };
     for (unsigned i = 0; i < sizeof c / sizeof c[0]; i++) {
         unsigned seed = 10 + i;
@@ -234,7 +269,7 @@ static void vmm_case(size_t n, bool expect_peer, unsigned char *host)
             failures++;
         }
         if (gbps >= 0)
-            verify(c[i].what, c[i].dst, n, seed, host);
+            verify(c[i].what, c[i].dst, n, seed, host, c[i].api >= PEER_2D);
         printf("%s: %zu MiB %.1f GB/s\n", c[i].what, n >> 20, gbps);
         if (expect_peer && gbps >= 0 && gbps < 100) {
             printf("FAIL %s: %.1f GB/s, not a peer copy\n", c[i].what, gbps);
