@@ -48,17 +48,11 @@ static int linked(void)
  * to dev alone. */
 static CUdeviceptr map_on(int dev, size_t n)
 {
-    CUmemAllocationProp prop;
-    memset(&prop, 0, sizeof prop);
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = dev;
-    size_t gran = 0;
-    PL_OK(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
-    size_t size = (n + gran - 1) / gran * gran;
+    CUmemAllocationProp prop = pl_device_prop(dev);
+    size_t size = pl_vmm_round(dev, n);
     CUmemGenericAllocationHandle h;
     CUdeviceptr va = 0;
-    CUmemAccessDesc acc = {{CU_MEM_LOCATION_TYPE_DEVICE, dev}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    CUmemAccessDesc acc = pl_access_rw(dev);
     pl_use(env.ctx[dev]);
     PL_OK(cuMemCreate(&h, size, &prop, 0));
     PL_OK(cuMemAddressReserve(&va, size, 0, 0, 0));

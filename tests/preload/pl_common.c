@@ -266,3 +266,31 @@ void *pl_driver_sym(const char *name)
     void *h = pl_driver_handle();
     return h ? dlsym(h, name) : NULL;
 }
+
+CUmemAccessDesc pl_access_rw(int dev)
+{
+    CUmemAccessDesc d;
+    memset(&d, 0, sizeof d);
+    d.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    d.location.id = dev;
+    d.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    return d;
+}
+
+CUmemAllocationProp pl_device_prop(int dev)
+{
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = dev;
+    return prop;
+}
+
+size_t pl_vmm_round(int dev, size_t n)
+{
+    CUmemAllocationProp prop = pl_device_prop(dev);
+    size_t g = 0;
+    PL_OK(cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    return (n + g - 1) / g * g;
+}

@@ -92,6 +92,13 @@ int pl_verify(CUcontext ctx, CUdeviceptr d, size_t n, unsigned seed, const char 
 /* FNV-1a of [d, d+n), read back in ctx (for transcripts). */
 uint64_t pl_checksum(CUcontext ctx, CUdeviceptr d, size_t n);
 
+/* Mapped (cuMemCreate) memory: read-write access for dev, the properties
+ * of pinned device memory on dev, and n rounded up to their minimum
+ * granularity. */
+CUmemAccessDesc pl_access_rw(int dev);
+CUmemAllocationProp pl_device_prop(int dev);
+size_t pl_vmm_round(int dev, size_t n);
+
 /* Transcripts: "label: rc=N cur=A->B", the current context before and
  * after the call named by env's ordinals ("ctx0", "none", "other"), so two
  * runs can be compared line by line. PL_T evaluates to the call's result. */

@@ -45,32 +45,16 @@ struct buf {
     size_t chunk;
 };
 
-static CUmemAccessDesc rw(int dev)
-{
-    CUmemAccessDesc d;
-    memset(&d, 0, sizeof d);
-    d.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    d.location.id = dev;
-    d.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    return d;
-}
-
 static void buf_init(struct buf *b, int dev)
 {
-    CUmemAllocationProp prop;
-    memset(&prop, 0, sizeof prop);
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = dev;
-    size_t g = 0;
-    PL_OK(cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    CUmemAllocationProp prop = pl_device_prop(dev);
     b->dev = dev;
-    b->chunk = (2 * DH * DPITCH + g - 1) / g * g;
+    b->chunk = pl_vmm_round(dev, 2 * DH * DPITCH);
     b->va = 0;
     pl_use(env.ctx[dev]);
     PL_OK(cuMemAddressReserve(&b->va, 2 * b->chunk, 0, 0, 0));
     CUmemGenericAllocationHandle h;
-    CUmemAccessDesc own = rw(dev);
+    CUmemAccessDesc own = pl_access_rw(dev);
     PL_OK(cuMemCreate(&h, b->chunk, &prop, 0));
     PL_OK(cuMemMap(b->va, b->chunk, 0, h, 0));
     PL_OK(cuMemRelease(h));
@@ -314,7 +298,7 @@ int main(int argc, char **argv)
     /* the program grants both devices on both mappings: the driver copies
      * peer itself; the shim makes no alias */
     for (int q = 0; q < 2; q++) {
-        CUmemAccessDesc acc[2] = {rw(0), rw(1)};
+        CUmemAccessDesc acc[2] = {pl_access_rw(0), pl_access_rw(1)};
         pl_use(env.ctx[q]);
         PL_OK(cuMemSetAccess(bufs[q].va, bufs[q].chunk, acc, 2));
     }

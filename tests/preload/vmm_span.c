@@ -35,26 +35,12 @@ struct pool {
     int mapped;
 };
 
-static CUmemAccessDesc rw(int dev)
-{
-    CUmemAccessDesc d;
-    memset(&d, 0, sizeof d);
-    d.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    d.location.id = dev;
-    d.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    return d;
-}
-
 /* Maps chunk i of p with new memory, granted to the owner only. */
 static void pool_map(struct pool *p, int i)
 {
-    CUmemAllocationProp prop;
-    memset(&prop, 0, sizeof prop);
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = p->dev;
+    CUmemAllocationProp prop = pl_device_prop(p->dev);
     CUmemGenericAllocationHandle h;
-    CUmemAccessDesc own = rw(p->dev);
+    CUmemAccessDesc own = pl_access_rw(p->dev);
     pl_use(env.ctx[p->dev]);
     PL_OK(cuMemCreate(&h, p->chunk, &prop, 0));
     PL_OK(cuMemMap(p->va + (size_t)i * p->chunk, p->chunk, 0, h, 0));
@@ -64,15 +50,8 @@ static void pool_map(struct pool *p, int i)
 
 static void pool_init(struct pool *p, int dev)
 {
-    CUmemAllocationProp prop;
-    memset(&prop, 0, sizeof prop);
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = dev;
-    size_t g = 0;
-    PL_OK(cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
     p->dev = dev;
-    p->chunk = (N + g - 1) / g * g;
+    p->chunk = pl_vmm_round(dev, N);
     p->va = 0;
     pl_use(env.ctx[dev]);
     PL_OK(cuMemAddressReserve(&p->va, CHUNKS * p->chunk, 0, 0, 0));
@@ -221,7 +200,7 @@ int main(int argc, char **argv)
     /* the program grants the other device on chunk 0 only: the driver
      * cannot copy the whole range peer; the shim's alias still can */
     for (int q = 0; q < 2; q++) {
-        CUmemAccessDesc acc[2] = {rw(0), rw(1)};
+        CUmemAccessDesc acc[2] = {pl_access_rw(0), pl_access_rw(1)};
         pl_use(env.ctx[q]);
         PL_OK(cuMemSetAccess(pools[q].va, pools[q].chunk, acc, 2));
     }
@@ -231,7 +210,7 @@ int main(int argc, char **argv)
 
     /* both chunks granted: the driver copies peer itself, no new alias */
     for (int q = 0; q < 2; q++) {
-        CUmemAccessDesc acc[2] = {rw(0), rw(1)};
+        CUmemAccessDesc acc[2] = {pl_access_rw(0), pl_access_rw(1)};
         pl_use(env.ctx[q]);
         PL_OK(cuMemSetAccess(pools[q].va + pools[q].chunk, pools[q].chunk, acc, 2));
     }
