@@ -14,20 +14,18 @@ be identical (the test compares); timings go to stderr, for the eye.
 Exit: 0 every copy equal to its source, 1 a mismatch, 77 no torch or no
 GPU. With one GPU the cross-GPU copies are left out (and said so).
 """
-import ctypes
-import hashlib
 import os
 import sys
 import time
 
-SKIP = 77
+from torch_common import exact_sum, sha256, skip as skip_test
+
 SEED = 20261201
 SIZES = (1 << 10, 1 << 20, 3 << 20, 16 << 20, 64 << 20)  # int32 elements
 
 
 def skip(why):
-    print("torch_alloc: SKIP: " + why)
-    sys.exit(SKIP)
+    skip_test("torch_alloc", why)
 
 
 try:
@@ -37,16 +35,6 @@ except Exception as e:  # ImportError, or a broken install
 
 if not torch.cuda.is_available() or torch.cuda.device_count() < 1:
     skip("no CUDA device")
-
-
-def sha256(t):
-    c = t.detach().to("cpu").contiguous()
-    raw = ctypes.string_at(c.data_ptr(), c.numel() * c.element_size())
-    return hashlib.sha256(raw).hexdigest()[:16]
-
-
-def exact_sum(t):
-    return int(t.to(torch.int64).sum().item())
 
 
 def timed(label, fn):

@@ -8,19 +8,17 @@ output with and without the shim must be identical (the test compares).
 Timings go to stderr, for the eye. Exit: 0 done and every copy equal to the
 source, 1 a mismatch, 77 no torch or fewer than two GPUs.
 """
-import ctypes
-import hashlib
 import sys
 import time
 
-SKIP = 77
+from torch_common import exact_sum, sha256, skip as skip_test
+
 NUMEL = 64 << 20            # int32 elements: 256 MiB
 SEED = 20240611
 
 
 def skip(why):
-    print("torch_smoke: SKIP: " + why)
-    sys.exit(SKIP)
+    skip_test("torch_smoke", why)
 
 
 try:
@@ -30,18 +28,6 @@ except Exception as e:  # ImportError, or a broken install
 
 if not torch.cuda.is_available() or torch.cuda.device_count() < 2:
     skip("fewer than two CUDA devices")
-
-
-def sha256(t):
-    """SHA-256 of a tensor's bytes, read on the host without numpy."""
-    c = t.detach().to("cpu").contiguous()
-    raw = ctypes.string_at(c.data_ptr(), c.numel() * c.element_size())
-    return hashlib.sha256(raw).hexdigest()
-
-
-def exact_sum(t):
-    """Exact integer sum (int64 accumulation of int32 values cannot wrap)."""
-    return int(t.to(torch.int64).sum().item())
 
 
 def timed(label, fn):
