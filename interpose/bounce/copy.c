@@ -95,11 +95,10 @@ static enum how decide(const void *host, size_t bytes, CUdeviceptr dev,
     pthread_once(&once, once_body);
     if (!uffd_ok)
         return HOW_NONE;
-    /* Eager for a buffer the CPU reads between its copies (unless lazy was
-     * asked for): its pages stay (reads cost nothing), write-protected, the
-     * H2D served from the copy. */
-    if (*dma || cfg->bounce == P2PSHIM_BOUNCE_EAGER ||
-        (v == PREDICT_EAGER && cfg->bounce != P2PSHIM_BOUNCE_LAZY))
+    /* Eager for a buffer the CPU reads between its copies (never told to
+     * the predictor when lazy was asked for: h2d.c): its pages stay (reads
+     * cost nothing), write-protected, the H2D served from the copy. */
+    if (*dma || cfg->bounce == P2PSHIM_BOUNCE_EAGER || v == PREDICT_EAGER)
         return HOW_EAGER;
     if (cfg->bounce == P2PSHIM_BOUNCE_LAZY)
         return HOW_LAZY;
