@@ -187,7 +187,7 @@ for name, marker, title in (("bench.log", "== acceptance criteria", "benchmark c
         if marker in lines:
             print(title)
             for l in lines[lines.index(marker) + 1:]:
-                print("  " + (l if len(l) < 150 else l[:147] + "..."))
+                print("  " + (l if len(l) < 200 else l[:197] + "..."))
 # trust_cost.sh: its per-pair lines (after the runs' JSON lines), or why it
 # did not run.
 path = os.path.join(logs, "trust.log")

@@ -59,7 +59,8 @@ def parse_args(argv):
                    "static,shared)")
     p.add_argument("--bounce-cudart", default="static", help="builds for the loops")
     p.add_argument("--rows", default=",".join(HARM_ROWS) + ",bounce,torch",
-                   help="groups to run: harmbench rows, bounce, torch")
+                   help="groups to run: harmbench rows, bounce, torch (or only "
+                   "torch.harm, torch.loops)")
     p.add_argument("--procs", type=int, help="processes per arm, rows that never bounce "
                    "(default 5)")
     p.add_argument("--bounce-procs", type=int, help="processes per arm, loops (default 3)")
@@ -69,6 +70,13 @@ def parse_args(argv):
     p.add_argument("--max-seconds", type=float, default=330,
                    help="start no process after this many seconds (0: no limit)")
     p.add_argument("--timeout", type=int, default=180, help="seconds per process")
+    p.add_argument("--cpus", default="gpu",
+                   help="CPUs every process of every arm runs on: gpu (those local to "
+                   "GPU 0, as sysfs lists them; all when unknown), all, or a list "
+                   "such as 0-7,16")
+    p.add_argument("--rejudge", metavar="RESULTS",
+                   help="run nothing: judge a results file again (its processes' lines) with "
+                   "these statistics, the table and summary printed and written to --json")
     p.add_argument("--self-test", action="store_true",
                    help="check the statistics on synthetic results (no GPU) and exit")
     a = p.parse_args(argv)
@@ -102,13 +110,45 @@ def groups_for(a, ndev, torch_devices):
                                 a.bounce_procs,
                                 [binary(cudart), "--row", "bounce", "--memory", memory,
                                  "--touch", touch, "--pair", pair, "--sizes", a.bounce_sizes]))
-    if "torch" in rows and torch_devices:
-        script = [sys.executable, os.path.join(here, "harm_torch.py")]
-        loops = "cpu_read_cuda,cpu_cuda" + (",cpu_to1" if torch_devices >= 2 else "")
+    script = [sys.executable, os.path.join(here, "harm_torch.py")]
+    if torch_devices and ("torch" in rows or "torch.harm" in rows):
         out.append(("torch harm", "torch", a.torch_procs, script + ["--rows",
                                                                    "cpu_sum,pinned_copy"]))
+    if torch_devices and ("torch" in rows or "torch.loops" in rows):
+        loops = "cpu_read_cuda,cpu_cuda" + (",cpu_to1" if torch_devices >= 2 else "")
         out.append(("torch loops", "torch", a.torch_procs, script + ["--rows", loops]))
     return out
+
+
+def parse_cpulist(text):
+    """The CPU numbers of a sysfs-style list ("0-7,16"); ValueError if malformed."""
+    cpus = set()
+    for part in text.strip().split(","):
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    if not cpus:
+        raise ValueError(text)
+    return sorted(cpus)
+
+
+def choose_cpus(spec, bus0):
+    """(cpus or None for no pinning, how they were chosen). Pinning every arm
+    to the CPUs local to the GPU takes the NUMA placement of host buffers
+    out of the spread between processes; it is the same for every arm."""
+    if spec == "all":
+        return None, "all CPUs"
+    if spec != "gpu":
+        return parse_cpulist(spec), "--cpus " + spec
+    path = "/sys/bus/pci/devices/%s/local_cpulist" % bus0.lower()
+    try:
+        with open(path) as f:
+            cpus = parse_cpulist(f.read())
+    except (OSError, ValueError):
+        return None, "all CPUs (%s unreadable)" % path
+    usable = sorted(set(cpus) & os.sched_getaffinity(0))
+    if not usable:
+        return None, "all CPUs (none of %s usable)" % path
+    return usable, "local to GPU 0 (%s)" % path
 
 
 def arm_env(arm, shim, shim_env):
@@ -129,8 +169,9 @@ def run_one(group, arm, cycle, a, shim):
     argv = argv + ["--label", arm]
     t0 = time.monotonic()
     try:
+        pin = (lambda: os.sched_setaffinity(0, a.cpu_set)) if a.cpu_set else None
         p = subprocess.run(argv, env=arm_env(arm, shim, a.shim_env), capture_output=True,
-                           text=True, timeout=a.timeout)
+                           text=True, timeout=a.timeout, preexec_fn=pin)
         rc, stdout, stderr = p.returncode, p.stdout, p.stderr
     except subprocess.TimeoutExpired as e:  # its output comes as bytes, or None
         text = lambda b: b.decode(errors="replace") if isinstance(b, bytes) else (b or "")
@@ -154,16 +195,16 @@ def run_one(group, arm, cycle, a, shim):
 
 
 def probe(argv, what):
-    """Runs a probe that prints one JSON line with "count"; (count, note)."""
+    """Runs a probe that prints one JSON line with "count"; (that line, note)."""
     try:
         p = subprocess.run(argv, capture_output=True, text=True, timeout=120,
                            env=arm_env("noshim", "", []))
     except (OSError, subprocess.TimeoutExpired) as e:
-        return 0, "%s: %s" % (what, e)
+        return {}, "%s: %s" % (what, e)
     for text in p.stdout.splitlines():
         if text.startswith("{"):
-            return int(json.loads(text).get("count", 0)), ""
-    return 0, "%s: exit %d: %s" % (what, p.returncode,
+            return json.loads(text), ""
+    return {}, "%s: exit %d: %s" % (what, p.returncode,
                                    (p.stdout + p.stderr).strip().splitlines()[-1:] or "")
 
 
@@ -226,29 +267,42 @@ def main(argv):
     if a.self_test:
         import harm_selftest
         return harm_selftest.run()
+    if a.rejudge:
+        with open(a.rejudge) as f:
+            saved = json.load(f)
+        meta = dict(saved.get("meta", {}), rejudged_from=a.rejudge)
+        return report(saved["processes"], meta.get("elapsed_s", 0.0),
+                      meta.get("processes_not_started", 0), a.json, meta)
     shim = os.path.abspath(a.shim or os.path.join(a.build_dir, "interpose", "libp2pshim.so"))
     static = os.path.join(a.build_dir, "tools", "p2pbench", "harmbench_static")
     for path in (shim, static):
         if not os.path.exists(path):
             print("harm_run: %s not found (build first, or --build-dir)" % path)
             return 2
-    ndev, note = probe([static, "--row", "devices"], "harmbench devices")
+    devices, note = probe([static, "--row", "devices"], "harmbench devices")
+    ndev = int(devices.get("count", 0))
     if ndev < 1:
         print("harm_run: no GPU (%s)" % note)
         return 2
     torch_devices = 0
-    if "torch" in a.rows.split(","):
+    if any(r.startswith("torch") for r in a.rows.split(",")):
         here = os.path.dirname(os.path.abspath(__file__))
-        torch_devices, note = probe([sys.executable, os.path.join(here, "harm_torch.py"),
-                                     "--probe"], "harm_torch")
+        found, note = probe([sys.executable, os.path.join(here, "harm_torch.py"),
+                             "--probe"], "harm_torch")
+        torch_devices = int(found.get("count", 0))
         if not torch_devices:
             print("torch: skipped (%s)" % note)
+    try:
+        a.cpu_set, pinning = choose_cpus(a.cpus, devices.get("bus0", ""))
+    except ValueError:
+        print("harm_run: --cpus %s: not a CPU list" % a.cpus)
+        return 2
     groups = groups_for(a, ndev, torch_devices)
-    print("harm_run: %d GPUs, shim %s, %d groups, arms %s rotated per cycle" % (
-        ndev, shim, len(groups), "/".join(harm_stats.ARMS)))
+    print("harm_run: %d GPUs, shim %s, %d groups, arms %s rotated per cycle, CPUs: %s" % (
+        ndev, shim, len(groups), "/".join(harm_stats.ARMS), pinning))
     meta = {"date": datetime.datetime.now().isoformat(timespec="seconds"),
             "host": platform.node(), "devices": ndev, "torch_devices": torch_devices,
-            "shim": shim, "shim_env": a.shim_env, "args": vars(a)}
+            "shim": shim, "shim_env": a.shim_env, "cpus": pinning, "args": vars(a)}
     records, elapsed, stopped = run_all(a, shim, groups)
     return report(records, elapsed, stopped, a.json, meta)
 

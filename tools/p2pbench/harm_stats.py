@@ -6,15 +6,32 @@ Input: result lines (dicts) as harmbench and harm_torch.py print them, each
 tagged by the driver with "arm" (noshim, shim, or noshim2: a second set of
 processes without the shim, the A/A comparison) and "proc" (its process).
 A measurement is keyed by (cudart, row, bytes, metric); its figure per arm
-is the median over that arm's processes; ratio = shim / no shim, speedup =
-no shim / shim, A/A = noshim2 / noshim.
+is the median over that arm's processes (shown). Its ratios are paired by
+cycle, because processes of one cycle run back to back and share the
+machine's state of that moment (on a virtual machine the figures of a
+whole cycle move together by 20 % and more): ratio = the median over
+cycles of shim / the geometric mean of that cycle's two no-shim
+processes; A/A = the median over cycles of noshim2 / noshim; speedup =
+1 / ratio.
+
+How sure a figure is: every ratio carries a 90 % bootstrap interval (the
+cycles resampled). A measurement misses its target (FAIL) only when its
+whole interval does; a median past the target whose interval still
+reaches it is "noise": this many cycles cannot tell. A row is judged as a
+whole by the geometric mean of its measurements' ratios over sizes and
+builds (pooled, with its own interval): ok when the pooled figure meets
+the target and no measurement fails.
 """
+import math
+import random
 import statistics
 
 ARMS = ("noshim", "shim", "noshim2")
-METRICS = ("ms", "first_ms", "steady_ms", "mean_ms", "us")
+METRICS = ("ms", "first_ms", "steady_ms", "mean_ms", "us", "copy_ms")
 MIB = 1 << 20
 HARM_LIMIT = 1.03
+BOOT_ITERS = 2000
+CONFIDENCE = 0.90
 
 
 def is_loop(row):
@@ -61,24 +78,73 @@ def aggregate(lines):
             if metric not in line:
                 continue
             key = (line["cudart"], line["row"], line.get("bytes", 0), metric)
-            e = table.setdefault(key, {"values": {a: [] for a in ARMS}, "bytes_ok": True})
-            e["values"][line["arm"]].append(float(line[metric]))
+            e = table.setdefault(key, {"values": {a: [] for a in ARMS}, "cycles": {},
+                                       "bytes_ok": True})
+            value = float(line[metric])
+            e["values"][line["arm"]].append(value)
+            e["cycles"].setdefault(cycle_of(line), {})[line["arm"]] = value
             e["bytes_ok"] &= bool(line.get("ok"))
-    out = []
+    out, rng = [], random.Random(20261201)
     for (cudart, row, nbytes, metric), e in sorted(table.items()):
         med = {a: median(e["values"][a]) for a in ARMS}
-        a, b, a2 = med["noshim"], med["shim"], med["noshim2"]
+        paired, aa = paired_logs(e["cycles"])
+        ratio = math.exp(statistics.median(paired)) if paired else None
         m = {"cudart": cudart, "row": row, "bytes": nbytes, "metric": metric,
              "values": e["values"], "median": med, "bytes_ok": e["bytes_ok"],
-             "ratio": b / a if a and b else None, "speedup": a / b if a and b else None,
-             "aa": a2 / a if a and a2 else None, "target": target(row, metric, nbytes)}
+             "paired_logs": paired, "ratio": ratio, "speedup": 1 / ratio if ratio else None,
+             "aa": math.exp(statistics.median(aa)) if aa else None,
+             "target": target(row, metric, nbytes), "ratio_ci": ratio_interval([paired], rng)}
         m["verdict"] = judge(m)
         out.append(m)
     return out
 
 
+def cycle_of(line):
+    """The cycle of a result line: the last field of its "proc" tag
+    (harm_run.py writes group/arm/cycle), None when there is none."""
+    last = str(line.get("proc", "")).rsplit("/", 1)[-1]
+    return int(last) if last.isdigit() else None
+
+
+def paired_logs(cycles):
+    """Per cycle with all three arms and positive figures: log(shim / the
+    geometric mean of the two no-shim figures), and log(noshim2 / noshim)."""
+    paired, aa = [], []
+    for c, arms in sorted(cycles.items(), key=lambda kv: (kv[0] is None, kv[0] or 0)):
+        if c is None or len(arms) < len(ARMS) or min(arms.values()) <= 0:
+            continue
+        n1, b, n2 = arms["noshim"], arms["shim"], arms["noshim2"]
+        paired.append(math.log(b) - (math.log(n1) + math.log(n2)) / 2)
+        aa.append(math.log(n2 / n1))
+    return paired, aa
+
+
+def ratio_interval(cells, rng, iters=BOOT_ITERS):
+    """The CONFIDENCE bootstrap interval (lo, hi) of the geometric mean over
+    cells of each cell's ratio (exp of the median of its paired logs), the
+    cycles of every cell resampled with replacement. None when a cell has
+    fewer than 3 cycles."""
+    if not cells or any(len(logs) < 3 for logs in cells):
+        return None
+    def draw(logs):
+        return statistics.median([rng.choice(logs) for _ in logs])
+    means = sorted(sum(draw(logs) for logs in cells) / len(cells) for _ in range(iters))
+    k = int(iters * (1 - CONFIDENCE) / 2)
+    return (math.exp(means[k]), math.exp(means[-k - 1]))
+
+
+def _meets(value, op, limit):
+    return value <= limit if op == "<=" else value >= limit
+
+
+def _best_case(figure, interval):
+    """The end of a ratio interval most favourable to the shim, as figure."""
+    return interval[0] if figure == "ratio" else 1 / interval[0]
+
+
 def judge(m):
-    """ok, FAIL, n/a (a figure missing) or - (no target, bytes fine)."""
+    """ok, noise (misses the target, but its interval reaches it), FAIL,
+    n/a (a figure missing) or - (no target, bytes fine)."""
     if not m["bytes_ok"]:
         return "FAIL"
     if m["target"] is None:
@@ -87,7 +153,39 @@ def judge(m):
     value = m[figure]
     if value is None:
         return "n/a"
-    return "ok" if (value <= limit if op == "<=" else value >= limit) else "FAIL"
+    if _meets(value, op, limit):
+        return "ok"
+    ci = m.get("ratio_ci")
+    return "noise" if ci and _meets(_best_case(figure, ci), op, limit) else "FAIL"
+
+
+def pooled(ms, rng=None):
+    """A row's figure over its measurements (sizes, builds) that have a ratio
+    target: (geometric mean of their ratios, its interval, count), or None."""
+    cells = [m for m in ms if m["target"] and m["target"][0] == "ratio" and m["ratio"]]
+    if not cells:
+        return None
+    gmean = math.exp(sum(math.log(m["ratio"]) for m in cells) / len(cells))
+    ci = ratio_interval([m["paired_logs"] for m in cells], rng or random.Random(20261201))
+    return gmean, ci, len(cells)
+
+
+def group_verdict(ms, pool):
+    """A row's verdict: FAIL when a measurement fails or the pooled interval
+    misses the target, n/a when a figure is missing, noise when the pooled
+    figure misses the target but its interval reaches it (or, without a pooled
+    figure, a measurement is noise), else ok (or - when nothing is judged)."""
+    verdicts = [m["verdict"] for m in ms]
+    if "FAIL" in verdicts:
+        return "FAIL"
+    if "n/a" in verdicts:
+        return "n/a"
+    if pool:
+        gmean, ci, _ = pool
+        if gmean <= HARM_LIMIT:
+            return "ok"
+        return "noise" if ci and ci[0] <= HARM_LIMIT else "FAIL"
+    return "noise" if "noise" in verdicts else "ok" if "ok" in verdicts else "-"
 
 
 def held(lines):
@@ -162,49 +260,72 @@ def held_table(helds):
     return out
 
 
-def summary(measures, helds, nlines):
-    """The short table: per (row, metric) over sizes and cudarts, the worst
-    figure against its target; then memory held, then the bytes."""
+def _groups(measures):
+    """{(row, metric): measurements} over sizes and builds, and the first
+    rounds of the loops by (cudart, row, bytes) (shown beside their steady
+    state, never judged)."""
     groups, first_round = {}, {}
     for m in measures:
-        if is_loop(m["row"]) and m["metric"] == "first_ms":  # beside its steady state
+        if is_loop(m["row"]) and m["metric"] == "first_ms":
             first_round[(m["cudart"], m["row"], m["bytes"])] = m
         else:
             groups.setdefault((m["row"], m["metric"]), []).append(m)
+    return groups, first_round
+
+
+def _interval(ci, figure):
+    if not ci:
+        return ""
+    lo, hi = (ci[0], ci[1]) if figure == "ratio" else (1 / ci[1], 1 / ci[0])
+    return " [%s-%s]" % ((_num(lo), _num(hi)) if figure == "ratio" else
+                         (_num(lo, "%.1fx"), _num(hi, "%.1fx")))
+
+
+def summary(measures, helds, nlines):
+    """The short table: per (row, metric), its verdict, the pooled ratio of
+    its measurements (rows with a ratio target) and the worst one, each
+    with its interval; then memory held, then the bytes."""
+    groups, first_round = _groups(measures)
     out = []
     for (row, metric), ms in sorted(groups.items()):
-        verdicts = [m["verdict"] for m in ms]
-        verdict = ("FAIL" if "FAIL" in verdicts else "n/a" if "n/a" in verdicts
-                   else "ok" if "ok" in verdicts else "-")
+        pool = pooled(ms)
+        verdict = group_verdict(ms, pool)
         judged = [m for m in ms if m["target"]] or ms
         figure = judged[0]["target"][0] if judged[0]["target"] else (
             "speedup" if is_loop(row) else "ratio")
         have = [m for m in judged if m[figure] is not None]
         aas = [abs(m["aa"] - 1) for m in ms if m["aa"] is not None]
         if not have:
-            out.append("%-4s %-34s %-9s no figure" % (verdict, row, metric))
+            out.append("%-5s %-34s %-9s no figure" % (verdict, row, metric))
             continue
-        pick = max if figure == "ratio" else min
-        w = pick(have, key=lambda m: m[figure])
+        w = (max if figure == "ratio" else min)(have, key=lambda m: m[figure])
         t = w["target"]
         first = first_round.get((w["cudart"], row, w["bytes"]))
-        out.append("%-4s %-34s %-9s worst %-7s %8s (%s %s)  A/A spread <= %s%s%s" % (
-            verdict, row, metric, figure, _num(w[figure], "%.3f" if figure == "ratio" else
-                                               "%.1fx"), w["cudart"], _size(w["bytes"]),
+        out.append("%-5s %-34s %-9s %sworst %s %s%s (%s %s)  A/A spread <= %s%s%s" % (
+            verdict, row, metric,
+            "pooled %s%s over %d, " % (_num(pool[0]), _interval(pool[1], "ratio"), pool[2])
+            if pool and pool[2] > 1 else "",
+            figure, _num(w[figure], "%.3f" if figure == "ratio" else "%.1fx"),
+            _interval(w.get("ratio_ci"), figure), w["cudart"], _size(w["bytes"]),
             _num(max(aas) * 100 if aas else None, "%.1f %%"),
             "  [target %s %s %g]" % t if t else "",
             "  round 1: %s" % _num(first["speedup"], "%.2fx") if first else ""))
     judged = [h for h in helds if h["verdict"] != "-"]
     bad = [h for h in judged if h["verdict"] != "ok"]
-    out.append("%-4s held at exit, rows that never bounce: free device memory equal and no "
+    out.append("%-5s held at exit, rows that never bounce: free device memory equal and no "
                "userfaultfd range in %d of %d" % ("ok" if judged and not bad else "FAIL",
                                                    len(judged) - len(bad), len(judged)))
     wrong = [m for m in measures if not m["bytes_ok"]]
-    out.append("%-4s every byte equal to the source (%d result lines)" % (
+    out.append("%-5s every byte equal to the source (%d result lines)" % (
         "ok" if not wrong else "FAIL", nlines))
     return out
 
 
 def passed(measures, helds):
-    return (all(m["verdict"] in ("ok", "-") for m in measures) and measures and
+    """Every row ok as a whole (a measurement may be noise, none may fail),
+    every held figure ok."""
+    groups, _ = _groups(measures)
+    return (bool(measures) and all(group_verdict(ms, pooled(ms)) in ("ok", "-")
+                                   for ms in groups.values()) and
+            all(m["bytes_ok"] for m in measures) and
             all(h["verdict"] in ("ok", "-") for h in helds))

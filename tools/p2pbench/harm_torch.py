@@ -9,7 +9,8 @@ the shim.
   harm_torch.py --probe      one line with the number of CUDA devices
 
 Rows that never copy host bytes back to a GPU:
-  cpu_sum      x.cpu().sum() (a fresh pageable tensor, read by the CPU), ms
+  cpu_sum      x.cpu().sum() (a fresh pageable tensor, read by the CPU), ms;
+               copy_ms: the x.cpu() part alone (medians of 7)
   pinned_copy  pinned.copy_(x) into one pinned tensor, 64 MiB, 10 times, ms
 Loops (first_ms: round 1, steady_ms: median of rounds 2..N), run in the
 order given, each on its own source tensor (all kept alive, so none
@@ -92,14 +93,19 @@ def new_round(x):
 def row_cpu_sum():
     ok = True
     for n in args.sizes:
-        x, t, right = source(n), [], True
-        for _ in range(3):
+        x, t, tcopy, right = source(n), [], [], True
+        for _ in range(7):
             want = new_round(x)
             t0 = time.perf_counter()
-            got = int(x.cpu().sum())
+            h = x.cpu()
+            t1 = time.perf_counter()
+            got = int(h.sum())
             t.append((time.perf_counter() - t0) * 1e3)
+            tcopy.append((t1 - t0) * 1e3)
             right &= got == want
-        ok &= emit("cpu_sum", n, right, ms=statistics.median(t))
+            del h
+        ok &= emit("cpu_sum", n, right, ms=statistics.median(t),
+                   copy_ms=statistics.median(tcopy))
         del x
     return ok
 

@@ -446,7 +446,11 @@ int main(int argc, char **argv)
     int ndev = 0;
     CK(cudaGetDeviceCount(&ndev));
     if (strcmp(o.row, "devices") == 0) {
-        printf("{\"bench\":\"harm\",\"row\":\"devices\",\"count\":%d}\n", ndev);
+        char bus[32] = "";
+        if (ndev > 0 && cudaDeviceGetPCIBusId(bus, sizeof bus, 0) != cudaSuccess)
+            bus[0] = '\0';
+        printf("{\"bench\":\"harm\",\"row\":\"devices\",\"count\":%d,\"bus0\":\"%s\"}\n",
+               ndev, bus);
         return 0;
     }
     if (o.a >= ndev || o.b >= ndev) {
