@@ -5,6 +5,7 @@
 #include "config_int.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -223,6 +224,10 @@ void config_dump(const struct p2pshim_config *cfg,
 
 static struct p2pshim_config the_config;
 static pthread_once_t the_config_once = PTHREAD_ONCE_INIT;
+/* Set (release) once the_config is parsed: config_get's fast path, one
+ * inline load instead of a call to pthread_once on every intercepted call
+ * (shim.c says why that matters). */
+static atomic_bool the_config_ready;
 
 static void warn_to_log(const char *line)
 {
@@ -264,6 +269,9 @@ static void config_init(void)
 
 const struct p2pshim_config *config_get(void)
 {
-    pthread_once(&the_config_once, config_init);
+    if (!atomic_load_explicit(&the_config_ready, memory_order_acquire)) {
+        pthread_once(&the_config_once, config_init);
+        atomic_store_explicit(&the_config_ready, true, memory_order_release);
+    }
     return &the_config;
 }

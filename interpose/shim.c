@@ -16,6 +16,11 @@
 #include "stats.h"
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+/* Set (release) when the start-up is done: every intercepted call asks,
+ * and one inline load of a flag costs fewer cache lines than pthread_once
+ * (its control word and the call into libc), which a copy made with cold
+ * caches pays in host time. */
+static atomic_bool init_done;
 static const struct p2pshim_config *config;
 static _Thread_local int guard_depth;
 
@@ -252,11 +257,13 @@ static void init_once_body(void)
     start_table();
     if (config->mode != P2PSHIM_MODE_OFF)
         run_startup(AT_START, false);
+    atomic_store_explicit(&init_done, true, memory_order_release);
 }
 
 void shim_init(void)
 {
-    pthread_once(&init_once, init_once_body);
+    if (!atomic_load_explicit(&init_done, memory_order_acquire))
+        pthread_once(&init_once, init_once_body);
 }
 
 const struct p2pshim_config *shim_config(void)

@@ -3,11 +3,19 @@
 
 #include <string.h>
 
+_Static_assert(PREDICT_D2H == 64, "live_mask has a bit per remembered D2H slot");
+
+/* Each live slot's index, lowest first (the order of the array). */
+#define FOR_LIVE_SLOT(i, t)                                                   \
+    for (uint64_t m_ = (t)->live_mask, i = 0; m_ != 0 && ((i = (uint64_t)__builtin_ctzll(m_)), 1); \
+         m_ &= m_ - 1)
+
 void predict_init(struct predict_table *t)
 {
     memset(t->keys, 0, sizeof t->keys);
     memset(t->d2h, 0, sizeof t->d2h);
     t->next_d2h = t->live_d2h = t->armed = 0;
+    t->live_mask = 0;
     t->clock = 0;
     for (int i = 0; i < PREDICT_FILTER; i++)
         atomic_store_explicit(&t->host_starts[i], 0, memory_order_relaxed);
@@ -144,6 +152,7 @@ static void forget_slot(struct predict_table *t, struct predict_d2h *r)
     if (r->hi != 0) {
         r->hi = 0;
         t->live_d2h--;
+        t->live_mask &= ~((uint64_t)1 << (r - t->d2h));
         filter_add(t, r->lo, -1);
     }
 }
@@ -151,8 +160,8 @@ static void forget_slot(struct predict_table *t, struct predict_d2h *r)
 void predict_overwritten(struct predict_table *t, uintptr_t host, size_t bytes)
 {
     uintptr_t lo = host, hi = host + bytes;
-    for (int i = 0; i < PREDICT_D2H && t->live_d2h != 0; i++)
-        if (t->d2h[i].hi != 0 && t->d2h[i].lo < hi && lo < t->d2h[i].hi)
+    FOR_LIVE_SLOT(i, t)
+        if (t->d2h[i].lo < hi && lo < t->d2h[i].hi)
             forget_slot(t, &t->d2h[i]);
 }
 
@@ -162,19 +171,21 @@ void predict_remember(struct predict_table *t, uintptr_t host, size_t bytes, uin
     if (bytes == 0 || host == 0)
         return;
     predict_overwritten(t, host, bytes);
-    struct predict_d2h *r = &t->d2h[t->next_d2h++ % PREDICT_D2H];
+    unsigned slot = t->next_d2h++ % PREDICT_D2H;
+    struct predict_d2h *r = &t->d2h[slot];
     if (r->hi == 0)
         t->live_d2h++;
     else
         filter_add(t, r->lo, -1);
     *r = (struct predict_d2h){host, host + bytes, src, dev};
+    t->live_mask |= (uint64_t)1 << slot;
     filter_add(t, host, +1);
 }
 
 void predict_forget(struct predict_table *t, uintptr_t host)
 {
-    for (int i = 0; i < PREDICT_D2H && t->live_d2h != 0; i++)
-        if (t->d2h[i].hi != 0 && t->d2h[i].lo == host)
+    FOR_LIVE_SLOT(i, t)
+        if (t->d2h[i].lo == host)
             forget_slot(t, &t->d2h[i]);
     /* Every host key there, armed or not: the filter counts them all. */
     for (int i = 0; i < PREDICT_KEYS && predict_may_forget(t, host); i++) {
@@ -208,9 +219,9 @@ int predict_h2d(struct predict_table *t, uintptr_t host, size_t bytes, size_t *o
     if (t->live_d2h == 0 || bytes == 0)
         return -1;
     uintptr_t lo = host, hi = host + bytes;
-    for (int i = 0; i < PREDICT_D2H; i++) {
+    FOR_LIVE_SLOT(i, t) {
         const struct predict_d2h *r = &t->d2h[i];
-        if (r->hi == 0 || !(r->lo < hi && lo < r->hi))
+        if (!(r->lo < hi && lo < r->hi))
             continue;
         *overlap = (r->hi < hi ? r->hi : hi) - (r->lo > lo ? r->lo : lo);
         if (r->lo <= lo && hi <= r->hi) {
@@ -230,9 +241,9 @@ bool predict_h2d_inside(const struct predict_table *t, uintptr_t host, size_t by
 {
     if (t->live_d2h == 0 || bytes == 0)
         return false;
-    for (int i = 0; i < PREDICT_D2H; i++) {
+    FOR_LIVE_SLOT(i, t) {
         const struct predict_d2h *r = &t->d2h[i];
-        if (r->hi == 0 || !(r->lo < host + bytes && host < r->hi))
+        if (!(r->lo < host + bytes && host < r->hi))
             continue;
         *lo = r->lo;
         *len = r->hi - r->lo;

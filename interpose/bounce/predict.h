@@ -70,6 +70,10 @@ struct predict_table {
     struct predict_d2h d2h[PREDICT_D2H];
     unsigned next_d2h;       /* slot replaced next */
     unsigned live_d2h;       /* remembered D2Hs */
+    /* Bit i: d2h[i] is live. The scans visit live slots only: a large D2H
+     * made with cold caches reads one line per live slot, not the whole
+     * array (32 lines), each a miss the program pays for in host time. */
+    uint64_t live_mask;
     unsigned armed;          /* keys with evidence or skips: 0 lets a query return at once */
     uint64_t clock;
     /* How many remembered D2Hs start, and host keys sit, at an address

@@ -98,8 +98,9 @@ static bool holds(const struct predict_table *t, uintptr_t a)
 /* The host-start filter free() asks first: random D2Hs, H2Ds, outcomes
  * and frees over more addresses than the table holds (so slots and keys
  * are replaced); after every step, an address with something to forget
- * must pass the filter, and once everything is forgotten every bucket
- * must be empty again (no count lost or left behind). */
+ * must pass the filter and the live-slot mask must name exactly the live
+ * slots, and once everything is forgotten every bucket must be empty again
+ * (no count lost or left behind). */
 static void filter_property(void)
 {
     enum { ADDRS = 200 };
@@ -118,6 +119,16 @@ static void filter_property(void)
         case 2: predict_outcome(&t, &p, (x >> 50) & 1); break;
         case 3: predict_forget(&t, a); break;
         default: predict_overwritten(&t, a, n); break;
+        }
+        uint64_t live = 0;
+        for (int i = 0; i < PREDICT_D2H; i++)
+            live |= (uint64_t)(t.d2h[i].hi != 0) << i;
+        if (live != t.live_mask) {
+            /* A stale bit costs a scan a line; a missing one hides a slot. */
+            printf("FAIL live mask: step %d: %#llx, the live slots are %#llx\n", step,
+                   (unsigned long long)t.live_mask, (unsigned long long)live);
+            failures++;
+            return;
         }
         for (uintptr_t i = 0; i < ADDRS; i++) {
             uintptr_t b = H1 + i * 4096 * 3;

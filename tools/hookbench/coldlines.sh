@@ -1,0 +1,43 @@
+#!/bin/sh
+# coldlines.sh [BUILD [SHIM]]: the memory lines the shim adds to a device-to-host
+# copy made with cold caches (coldcopy.c says when programs make those),
+# counted by a cache simulator (valgrind's callgrind) against the stand-in
+# driver: per copy, the data lines read and written from memory and the
+# instructions, with the shim minus without it, for a copy below the
+# bounce minimum (16 KiB) and for bounce candidates (1 MiB, pinned and
+# pageable host memory). Deterministic, unlike a timing: each line is a
+# miss a real machine pays tens to a hundred ns for. Exit 77 without
+# valgrind, 1 when a run fails. SHIM: another build of libp2pshim.so to
+# count (default BUILD/interpose/libp2pshim.so), to compare two versions.
+set -eu
+build=${1:-build}
+reps=21
+command -v valgrind >/dev/null 2>&1 || { echo "coldlines: SKIP: valgrind not found"; exit 77; }
+prog=$build/tools/hookbench/coldcopy
+shim=${2:-$build/interpose/libp2pshim.so}
+for f in "$prog" "$shim"; do
+    [ -e "$f" ] || { echo "coldlines: $f not found (build first)"; exit 1; }
+done
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# totals PRELOAD BYTES HOST: "Ir DLmr DLmw" over the collected calls.
+totals() {
+    LD_LIBRARY_PATH=$build/standin-lib LD_PRELOAD=$1 valgrind --tool=callgrind \
+        --cache-sim=yes --I1=32768,8,64 --D1=32768,8,64 --LL=2097152,16,64 \
+        --collect-atstart=no --toggle-collect=cold_copy --callgrind-out-file="$tmp/out" \
+        "$prog" --bytes "$2" --host "$3" --reps $reps >"$tmp/log" 2>&1 ||
+        { echo "coldlines: coldcopy failed:"; tail -3 "$tmp/log"; exit 1; }
+    callgrind_annotate "$tmp/out" | sed 's/([^)]*)//g; s/,//g' |
+        awk '/PROGRAM TOTALS/ { print $1, $8, $9 }'
+}
+
+echo "coldlines: per copy, shim minus no shim ($reps copies, caches emptied before each)"
+for case in "16384 pinned" "1048576 pinned" "1048576 pageable"; do
+    set -- $case
+    base=$(totals "" "$1" "$2")
+    with=$(totals "$(realpath "$shim")" "$1" "$2")
+    echo "$base $with" | awk -v b="$1" -v h="$2" -v n=$reps '{
+        printf "  %8d B %-8s  +%5.1f data lines (%4.1f read, %4.1f written)  +%6.0f instructions\n",
+               b, h, ($5 + $6 - $2 - $3) / n, ($5 - $2) / n, ($6 - $3) / n, ($4 - $1) / n }'
+done
