@@ -51,6 +51,7 @@ if [ "$tests" = 1 ]; then
     want python3-venv python3 -c 'import ensurepip' 2>/dev/null   # the pip package's venv
     want python3-jsonschema python3 -c 'import jsonschema' 2>/dev/null  # the JSON report's schema
     want groff-base has groff              # the man page rendered and checked
+    want valgrind has valgrind             # the cold-copy line budget (cache simulator)
     want clang has clang                   # the fuzz targets (tests/fuzz), with
     want libclang-rt-dev fuzz_probe        # clang's libFuzzer runtime
 fi

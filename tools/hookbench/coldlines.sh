@@ -32,12 +32,12 @@ totals() {
         awk '/PROGRAM TOTALS/ { print $1, $8, $9 }'
 }
 
-echo "coldlines: per copy, shim minus no shim ($reps copies, caches emptied before each)"
+echo "coldlines: added by the shim per copy ($reps copies, caches emptied before each)"
 for case in "16384 pinned" "1048576 pinned" "1048576 pageable"; do
     set -- $case
     base=$(totals "" "$1" "$2")
     with=$(totals "$(realpath "$shim")" "$1" "$2")
     echo "$base $with" | awk -v b="$1" -v h="$2" -v n=$reps '{
-        printf "  %8d B %-8s  +%5.1f data lines (%4.1f read, %4.1f written)  +%6.0f instructions\n",
+        printf "  %8d B %-8s %6.1f data lines (%4.1f read, %4.1f written) %7.0f instructions\n",
                b, h, ($5 + $6 - $2 - $3) / n, ($5 - $2) / n, ($6 - $3) / n, ($4 - $1) / n }'
 done
