@@ -4,7 +4,8 @@
 Runs harmbench without the shim and with each given library, in a
 shuffled order each round, and prints per arm the first-round and steady
 figures of every process and their medians, with each arm's median ratio
-to no shim. Meant for bisecting a change of one row (a rebuilt library
+to no shim and its paired ratio (the median over rounds of the arm's
+figure over that round's no-shim figure). Meant for bisecting a change of one row (a rebuilt library
 with a feature turned off against the current one), where harm_run.py
 compares the shim against no shim only.
 
@@ -90,6 +91,12 @@ def main(argv):
                 continue
             med = statistics.median(v)
             ratio = "" if not base else "  ratio %.3f" % (med / base)
+            pairs = [x / b for x, b in zip(values[(name, m)], values[("noshim", m)])
+                     if x is not None and b]
+            if name != "noshim" and len(pairs) == a.procs:
+                # Each round runs every arm once, back to back: paired, the
+                # machine's drift from round to round cancels.
+                ratio += "  paired %.3f" % statistics.median(pairs)
             print("%-10s %s median %.3f%s" % (name, " ".join("%.2f" % x for x in v), med, ratio))
     for name, _ in arms:
         if rounds[name]:
