@@ -1,24 +1,26 @@
 #!/bin/sh
-# cold_lines.sh BUILD SHIM: the shim's memory lines per device-to-host copy
-# made with cold caches (tools/hookbench/coldlines.sh) stay within budget:
-# a copy below the bounce minimum, and a 1 MiB bounce candidate (pinned and
-# pageable), whose path once scanned every remembered copy (62 lines; 29
-# since). Each line is a cache miss the program pays for right after it
-# allocates a host buffer. Skips (77) without valgrind.
+# cold_lines.sh BUILD SHIM: the shim's memory lines per copy between host
+# and device made with cold caches (tools/hookbench/coldlines.sh) stay
+# within budget: a D2H below the bounce minimum, a 1 MiB bounce candidate
+# (pinned and pageable) and a 1 MiB upload, whose paths once scanned every
+# remembered copy (62-65 lines; 29-32 since). Each line is a cache miss
+# the program pays for right after it allocates a host buffer. Skips (77)
+# without valgrind.
 set -u
 out=$(sh "$(dirname "$0")/../../tools/hookbench/coldlines.sh" "$1" "$2")
 rc=$?
 echo "$out"
 [ $rc -eq 0 ] || exit $rc
 echo "$out" | awk '
-    /^ +[0-9]+ B / {
-        budget = ($1 >= 1048576) ? 40 : 24
-        lines = $4 + 0
-        printf "footprint: cold copy %s B %s: %.1f data lines (budget %d)\n", $1, $3, lines, budget
+    /^ +(D2H|H2D) +[0-9]+ B / {
+        budget = ($2 >= 1048576) ? 40 : 24
+        lines = $5 + 0
+        printf "footprint: cold %s %s B %s: %.1f data lines (budget %d)\n", $1, $2, $4, lines,
+               budget
         seen++
         if (lines > budget) bad++
     }
     END {
-        if (seen != 3) { print "cold_lines: expected 3 figures, got " seen + 0; exit 1 }
+        if (seen != 4) { print "cold_lines: expected 4 figures, got " seen + 0; exit 1 }
         exit bad ? 1 : 0
     }'

@@ -6,12 +6,14 @@
  * simulator, and this program's own timing shows what they cost on the
  * stand-in driver.
  *
- *   coldcopy [--bytes N] [--reps R] [--host pinned|pageable] [--warm]
+ *   coldcopy [--bytes N] [--reps R] [--host pinned|pageable] [--to-device]
+ *            [--warm]
  *
  * Each repetition: a fresh host buffer (cuMemHostAlloc, or malloc), its
  * pages touched, then (unless --warm) a buffer of EVICT_BYTES read through
  * so that the caches hold nothing of the shim's or the driver's, then one
- * cuMemcpyDtoH_v2 of N bytes (the call, alone, in cold_copy), then the
+ * cuMemcpyDtoH_v2 of N bytes (cuMemcpyHtoD_v2 with --to-device, as a
+ * bandwidth test times an upload; the call, alone, in cold_copy), then the
  * buffer freed; two copies before the first repetition, not counted, do
  * what is done once per process. Prints the median and quartiles of the
  * call's time in ns.
@@ -43,9 +45,10 @@ static int cmp(const void *a, const void *b)
 
 /* The measured call, in a function of its own so that a cache simulator
  * can collect inside it alone (callgrind --toggle-collect=cold_copy). */
-__attribute__((noinline)) static CUresult cold_copy(void *host, CUdeviceptr dev, size_t n)
+__attribute__((noinline)) static CUresult cold_copy(void *host, CUdeviceptr dev, size_t n,
+                                                    int to_device)
 {
-    return cuMemcpyDtoH_v2(host, dev, n);
+    return to_device ? cuMemcpyHtoD_v2(dev, host, n) : cuMemcpyDtoH_v2(host, dev, n);
 }
 
 static void evict(volatile const uint8_t *buf)
@@ -59,7 +62,7 @@ static void evict(volatile const uint8_t *buf)
 int main(int argc, char **argv)
 {
     size_t n = (size_t)1 << 20;
-    int reps = 101, pinned = 1, warm = 0;
+    int reps = 101, pinned = 1, warm = 0, to_device = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--bytes") == 0 && i + 1 < argc)
             n = strtoull(argv[++i], NULL, 0);
@@ -69,9 +72,11 @@ int main(int argc, char **argv)
             pinned = strcmp(argv[++i], "pinned") == 0;
         else if (strcmp(argv[i], "--warm") == 0)
             warm = 1;
+        else if (strcmp(argv[i], "--to-device") == 0)
+            to_device = 1;
         else {
             fprintf(stderr, "usage: coldcopy [--bytes N] [--reps R] "
-                            "[--host pinned|pageable] [--warm]\n");
+                            "[--host pinned|pageable] [--to-device] [--warm]\n");
             return 2;
         }
     }
@@ -98,13 +103,20 @@ int main(int argc, char **argv)
         void *host = NULL;
         if (pinned ? cuMemHostAlloc(&host, n, 0) != CUDA_SUCCESS : (host = malloc(n)) == NULL)
             return 1;
-        memset(host, 0, n);
+        /* An upload's bytes change every repetition, so a copy that did
+         * not happen cannot pass for one that did. */
+        uint8_t want = to_device ? (uint8_t)(11 + r % 200) : 7;
+        memset(host, to_device ? want : 0, n);
         if (!warm)
             evict(junk);
         double t0 = now_ns();
-        CUresult rc = cold_copy(host, dev, n);
+        CUresult rc = cold_copy(host, dev, n, to_device);
         t[r] = now_ns() - t0;
-        if (rc != CUDA_SUCCESS || ((uint8_t *)host)[n - 1] != 7)
+        uint8_t last = 0;
+        if (rc != CUDA_SUCCESS ||
+            (to_device ? cuMemcpyDtoH_v2(&last, dev + n - 1, 1) : (last = ((uint8_t *)host)[n - 1],
+                                                                    CUDA_SUCCESS)) != CUDA_SUCCESS ||
+            last != want)
             return 1;
         if (pinned)
             cuMemFreeHost(host);
@@ -112,8 +124,9 @@ int main(int argc, char **argv)
             free(host);
     }
     qsort(t, (size_t)reps, sizeof t[0], cmp);
-    printf("coldcopy %zu B %s %s: median %.0f ns, quartiles %.0f-%.0f (%d reps)\n", n,
-           pinned ? "pinned" : "pageable", warm ? "warm" : "cold", t[reps / 2], t[reps / 4],
+    printf("coldcopy %s %zu B %s %s: median %.0f ns, quartiles %.0f-%.0f (%d reps)\n",
+           to_device ? "H2D" : "D2H", n, pinned ? "pinned" : "pageable", warm ? "warm" : "cold",
+           t[reps / 2], t[reps / 4],
            t[3 * reps / 4], reps);
     free(junk);
     return 0;
