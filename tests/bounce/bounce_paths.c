@@ -10,7 +10,8 @@
  *
  * "bounce_paths shim|noshim": prints one transcript line per check (the
  * checksums of the bytes it saw), the same in both runs (compare.sh); the
- * shim run also checks that the bytes went device to device. */
+ * shim run also checks that the bytes went device to device. Checks 2 to
+ * 5 and the small H2D are in bounce_paths_parts.c. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,16 +20,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "bt_common.h"
+#include "bounce_paths.h"
 #include "bt_pipe.h"
 
-#define PG 4096
-#define N ((size_t)1 << 20) + 123 /* not a page multiple */
+CUdeviceptr src0, src1, dst0, dst1;
+struct bt_flavour *fl0, *fl1;
 
-static CUdeviceptr src0, src1, dst0, dst1;
-static struct bt_flavour *fl0, *fl1;
-
-static unsigned char *buffer(size_t n)
+unsigned char *buffer(size_t n)
 {
     unsigned char *b = malloc(n + 64);
     if (b == NULL)
@@ -36,7 +34,7 @@ static unsigned char *buffer(size_t n)
     return b;
 }
 
-static void line(const char *what, const unsigned char *h, size_t n, CUdeviceptr d, size_t dn)
+void line(const char *what, const unsigned char *h, size_t n, CUdeviceptr d, size_t dn)
 {
     standin_flush_all();
     printf("%s: host=%016llx device=%016llx\n", what, (unsigned long long)bt_fnv(h, n),
@@ -317,203 +315,6 @@ static void captured(void)
     PL_OK(cuStreamDestroy_v2(s));
     free(p);
     free(held);
-}
-
-/* 2. One staging buffer, both directions, six rounds. */
-static void loop(void)
-{
-    size_t n = (size_t)256 << 10;
-    unsigned char *h = buffer(n), *p = buffer(n);
-    for (int i = 0; i < 6; i++) {
-        int from = i % 2, to = 1 - from;
-        CUdeviceptr s = from ? src1 : src0, d = to ? dst1 : dst0;
-        char what[64];
-        snprintf(what, sizeof what, "loop round %d %d->%d", i, from, to);
-        bt_pattern(p, n, 100 + i);
-        bt_set_dev(s, p, n);
-        struct standin_stats s0;
-        standin_get_stats(&s0);
-        pl_use(bt_env.ctx[from]);
-        PL_OK(cuMemcpyDtoH_v2(h, s, n));
-        pl_use(bt_env.ctx[to]);
-        PL_OK(cuMemcpyHtoD_v2(d, h, n));
-        /* Round 0 has no evidence: the normal way, and it is the evidence. */
-        if (i == 0)
-            bt_expect_bounced(&s0, 2 * n, 0, 2 * n, what);
-        else
-            bt_expect_bounced(&s0, 4 * PG, n - 2 * PG, 2 * n, what);
-        struct bt_paths r;
-        bt_paths_since(&s0, &r);
-        PL_EXPECT(!bt_shim || i > 0 || (r.d2h_bytes == n && r.h2d_bytes == n),
-                  "%s: a snapshot without evidence (%llu bytes to the host)", what,
-                  (unsigned long long)r.d2h_bytes);
-        bt_check_dev(d, p, n, what);
-        line(what, h, n, d, n);
-    }
-    pl_use(bt_env.ctx[0]);
-    free(h);
-    free(p);
-}
-
-/* 3. Parts: an H2D of the middle, one running past the snapshot into
- * bytes the CPU wrote, and one over two snapshots side by side. */
-static void partial(void)
-{
-    size_t n = N, extra = 3 * PG + 5;
-    unsigned char *h = buffer(n + extra), *p = buffer(n), *q = buffer(n), *want = buffer(n + extra);
-    bt_pattern(p, n, 200);
-    bt_set_dev(src0, p, n);
-    pl_use(bt_env.ctx[0]);
-    bt_prime(h, src0, dst0, n);
-    bt_pattern(h + n, extra, 201); /* beyond the D2H: the CPU's bytes */
-    PL_OK(cuMemcpyDtoH_v2(h, src0, n));
-    memcpy(want, p, n);
-    memcpy(want + n, h + n, extra);
-
-    size_t lo = n / 4 + 7, hi = 3 * n / 4;
-    PL_OK(cuMemcpyHtoD_v2(dst1 + lo, h + lo, hi - lo));
-    bt_check_dev(dst1 + lo, want + lo, hi - lo, "partial middle");
-    line("partial middle", h + lo, hi - lo, dst1 + lo, hi - lo);
-
-    lo = n / 2 + 1;
-    hi = n + extra;
-    PL_OK(cuMemcpyHtoD_v2(dst1, h + lo, hi - lo));
-    bt_check_dev(dst1, want + lo, hi - lo, "partial past the end");
-    line("partial past the end", h + lo, hi - lo, dst1, hi - lo);
-
-    /* Two D2H side by side (a page boundary between them), one H2D. */
-    bt_pattern(q, n, 202);
-    bt_set_dev(src1, q, n);
-    size_t half = 64 * PG;
-    unsigned char *a = (unsigned char *)(((uintptr_t)h + PG - 1) & ~(uintptr_t)(PG - 1));
-    bt_prime(a, src0, dst0, half);
-    bt_prime(a + half, src1, dst0, half);
-    PL_OK(cuMemcpyDtoH_v2(a, src0, half));
-    pl_use(bt_env.ctx[1]);
-    PL_OK(cuMemcpyDtoH_v2(a + half, src1, half));
-    memcpy(want, p, half);
-    memcpy(want + half, q, half);
-    struct standin_stats s0;
-    standin_get_stats(&s0);
-    PL_OK(cuMemcpyHtoD_v2(dst0, a, 2 * half));
-    bt_expect_bounced(&s0, 0, 2 * half, 2 * half, "two snapshots in one H2D");
-    bt_check_dev(dst0, want, 2 * half, "two snapshots in one H2D");
-    line("two snapshots in one H2D", a, 2 * half, dst0, 2 * half);
-    pl_use(bt_env.ctx[0]);
-    free(h);
-    free(p);
-    free(q);
-    free(want);
-}
-
-/* 4. The CPU writes between the copies: the head, a middle page and the
- * last byte; the H2D delivers exactly what the host holds. */
-static void writes(void)
-{
-    size_t n = N;
-    unsigned char *h = buffer(n) + 3, *p = buffer(n);
-    bt_prime(h, src0, dst1, n);
-    bt_pattern(p, n, 300);
-    bt_set_dev(src0, p, n);
-    PL_OK(cuMemcpyDtoH_v2(h, src0, n));
-    h[0] = 0xA1;
-    h[n / 2] = 0xA2;
-    memset(h + 10 * PG, 0xA3, 3 * PG);
-    h[n - 1] = 0xA4;
-    p[0] = 0xA1;
-    p[n / 2] = 0xA2;
-    memset(p + 10 * PG, 0xA3, 3 * PG);
-    p[n - 1] = 0xA4;
-    struct standin_stats s0;
-    standin_get_stats(&s0);
-    PL_OK(cuMemcpyHtoD_v2(dst1, h, n));
-    /* The dirty pages (one, three, and the partial ones) from the host. */
-    bt_expect_bounced(&s0, 8 * PG, n - 8 * PG, n, "writes between");
-    bt_check_dev(dst1, p, n, "writes between");
-    bt_check_host(h, p, n, "writes between");
-    line("writes between", h, n, dst1, n);
-    free(h - 3);
-    free(p);
-}
-
-/* 5. Reads by the kernel: write(2) into a pipe, and a forked child. */
-static void kernel_reads(void)
-{
-    size_t n = N;
-    unsigned char *h = buffer(n), *h2 = buffer(n), *p = buffer(n), *out = buffer(n);
-    bt_prime(h, src0, dst1, n);
-    bt_pattern(p, n, 400);
-    bt_set_dev(src0, p, n);
-    PL_OK(cuMemcpyDtoH_v2(h, src0, n));
-    PL_EXPECT(bt_pipe_through(h, out, n) == n, "write(2) from a bounced buffer failed");
-    bt_check_host(out, p, n, "write(2) to a pipe");
-    line("write(2) to a pipe", out, n, src0, 0);
-
-    /* A child reads the buffer; the parent then bounces it (another
-     * buffer and source: the pipe's read wasted the last snapshot). */
-    free(h);
-    h = h2;
-    bt_prime(h, src1, dst1, n);
-    bt_pattern(p, n, 401);
-    bt_set_dev(src1, p, n);
-    pl_use(bt_env.ctx[1]);
-    PL_OK(cuMemcpyDtoH_v2(h, src1, n));
-    pl_use(bt_env.ctx[0]);
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int same = memcmp(h, p, n) == 0;
-        h[n / 2] ^= 0xFF; /* the child's own copy: its writes are its own */
-        _exit(same && h[n / 2] == (unsigned char)(p[n / 2] ^ 0xFF) ? 0 : 1);
-    }
-    int status = -1;
-    waitpid(pid, &status, 0);
-    PL_EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-              "the forked child saw other bytes (status %d)", status);
-    PL_OK(cuMemcpyHtoD_v2(dst1, h, n));
-    bt_check_dev(dst1, p, n, "after fork");
-    line("after fork", h, n, dst1, n);
-    free(h);
-    free(p);
-    free(out);
-}
-
-/* An H2D smaller than any snapshot worth taking (64 KiB, the floor) is no
- * evidence: a buffer whose first bytes alone go back to a GPU is never
- * snapshotted; one whose 128 KiB go back is, from the next round. */
-static void small_h2d(void)
-{
-    /* Keys of its own: a size no other part uses (under a sanitizer the
-     * shim does not see free, so a reused address keeps its host key). */
-    size_t n = ((size_t)512 << 10) + 3 * PG, small = 16 << 10, enough = 128 << 10;
-    CUdeviceptr src = src0 + ((size_t)1 << 20);
-    unsigned char *h = buffer(n), *p = buffer(n);
-    for (int i = 0; i < 6; i++) {
-        char what[64];
-        size_t back = i < 4 ? small : enough;
-        snprintf(what, sizeof what, "H2D of %zu KiB, round %d", back >> 10, i);
-        bt_pattern(p, n, 900 + i);
-        bt_set_dev(src, p, n);
-        struct standin_stats s0;
-        standin_get_stats(&s0);
-        pl_use(bt_env.ctx[0]);
-        PL_OK(cuMemcpyDtoH_v2(h, src, n));
-        struct bt_paths d;
-        bt_paths_since(&s0, &d);
-        pl_use(bt_env.ctx[1]);
-        PL_OK(cuMemcpyHtoD_v2(dst1, h, back));
-        pl_use(bt_env.ctx[0]);
-        if (bt_shim && !getenv("BT_NO_BOUNCE")) {
-            bool snap = i == 5; /* the round after the first 128 KiB H2D */
-            PL_EXPECT(snap ? d.d2h_bytes <= 2 * PG : d.d2h_bytes == n,
-                      "%s: the D2H moved %llu bytes to the host, expected %s", what,
-                      (unsigned long long)d.d2h_bytes, snap ? "none (snapshot)" : "all");
-        }
-        bt_check_dev(dst1, p, back, what);
-        line(what, h, n, dst1, back);
-    }
-    free(h);
-    free(p);
 }
 
 int main(int argc, char **argv)

@@ -85,6 +85,25 @@ static void check_counts(const char *who, chain_calls_fn calls, const unsigned l
     }
 }
 
+/* Each wrapper in the chain (the injected tool's, the interposer's,
+ * where named) was called once for each copy the program made. */
+static void wrappers_called_once_each_copy(void)
+{
+    const unsigned long long want[CHAIN_NVARIANTS] = {
+        [CHAIN_cuMemcpyHtoD_v2] = ROUNDS,      [CHAIN_cuMemcpyDtoH_v2] = 3 * ROUNDS,
+        [CHAIN_cuMemcpyPeer] = ROUNDS,         [CHAIN_cuMemcpyPeer_ptds] = ROUNDS,
+        [CHAIN_cuMemcpyAsync_ptsz] = ROUNDS,   [CHAIN_cuMemcpyDtoDAsync_v2] = ROUNDS,
+    };
+    chain_calls_fn tool = counter("CUDA_INJECTION64_PATH", "chain_tool_calls");
+    chain_calls_fn intr = counter("CHAIN_INTR", "chain_intr_calls");
+    if (tool)
+        check_counts("tool", tool, want);
+    if (intr)
+        check_counts("interposer", intr, want);
+    EXPECT(!named("CHAIN_INTR") || intr, "the interposer is not loaded");
+    EXPECT(!named("CUDA_INJECTION64_PATH") || tool, "the injected tool is not loaded");
+}
+
 int chain_run(void)
 {
     void *h = dlopen("libcuda.so.1", RTLD_NOW);
@@ -152,19 +171,7 @@ int chain_run(void)
     free(back);
     printf("%d rounds: bytes %s\n", ROUNDS, failures ? "WRONG" : "right");
 
-    const unsigned long long want[CHAIN_NVARIANTS] = {
-        [CHAIN_cuMemcpyHtoD_v2] = ROUNDS,      [CHAIN_cuMemcpyDtoH_v2] = 3 * ROUNDS,
-        [CHAIN_cuMemcpyPeer] = ROUNDS,         [CHAIN_cuMemcpyPeer_ptds] = ROUNDS,
-        [CHAIN_cuMemcpyAsync_ptsz] = ROUNDS,   [CHAIN_cuMemcpyDtoDAsync_v2] = ROUNDS,
-    };
-    chain_calls_fn tool = counter("CUDA_INJECTION64_PATH", "chain_tool_calls");
-    chain_calls_fn intr = counter("CHAIN_INTR", "chain_intr_calls");
-    if (tool)
-        check_counts("tool", tool, want);
-    if (intr)
-        check_counts("interposer", intr, want);
-    EXPECT(!named("CHAIN_INTR") || intr, "the interposer is not loaded");
-    EXPECT(!named("CUDA_INJECTION64_PATH") || tool, "the injected tool is not loaded");
+    wrappers_called_once_each_copy();
     if (failures)
         fprintf(stderr, "chain_seq: %d check(s) failed\n", failures);
     return failures ? 1 : 0;

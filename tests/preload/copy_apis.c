@@ -97,6 +97,32 @@ static void expect_local(const char *label, const struct standin_stats *a,
     PL_EXPECT(b->peer_enable_calls == a->peer_enable_calls, "%s: caused an enable call", label);
 }
 
+/* device -> host, every variant: each counted once as a D2H, and the
+ * host gets the device's bytes */
+static void device_to_host_variants(CUdeviceptr d1, const unsigned char *host,
+                                    unsigned char *back)
+{
+    struct standin_stats a, b;
+    size_t d2h = offsetof(struct standin_stats, d2h_copies);
+    const char *names[4] = {"DtoH", "DtoH_ptds", "DtoHAsync", "DtoHAsync_ptsz"};
+    for (int v = 0; v < 4; v++) {
+        memset(back, 0, N);
+        pl_stats(&a);
+        if (v == 0)
+            PL_OK(cuMemcpyDtoH_v2(back, d1, N));
+        else if (v == 1)
+            PL_OK(cuMemcpyDtoH_v2_ptds(back, d1, N));
+        else if (v == 2)
+            PL_OK(cuMemcpyDtoHAsync_v2(back, d1, N, NULL)), PL_OK(cuStreamSynchronize(NULL));
+        else
+            PL_OK(cuMemcpyDtoHAsync_v2_ptsz(back, d1, N, NULL)),
+                PL_OK(cuStreamSynchronize_ptsz(NULL));
+        pl_stats(&b);
+        expect_local(names[v], &a, &b, d2h, 1);
+        PL_EXPECT(memcmp(back, host, N) == 0, "%s: wrong bytes", names[v]);
+    }
+}
+
 static void local_copies(void)
 {
     CUcontext c0 = pl_fresh_ctx(0), c1 = pl_fresh_ctx(1);
@@ -104,7 +130,6 @@ static void local_copies(void)
     unsigned char *host = NULL, *back = NULL;
     struct standin_stats a, b;
     size_t h2d = offsetof(struct standin_stats, h2d_copies);
-    size_t d2h = offsetof(struct standin_stats, d2h_copies);
     size_t same = offsetof(struct standin_stats, same_device_copies);
 
     pl_use(c0);
@@ -134,24 +159,7 @@ static void local_copies(void)
     pl_stats(&b);
     expect_local("HtoDAsync_ptsz", &a, &b, h2d, 1);
 
-    /* device -> host */
-    const char *names[4] = {"DtoH", "DtoH_ptds", "DtoHAsync", "DtoHAsync_ptsz"};
-    for (int v = 0; v < 4; v++) {
-        memset(back, 0, N);
-        pl_stats(&a);
-        if (v == 0)
-            PL_OK(cuMemcpyDtoH_v2(back, d1, N));
-        else if (v == 1)
-            PL_OK(cuMemcpyDtoH_v2_ptds(back, d1, N));
-        else if (v == 2)
-            PL_OK(cuMemcpyDtoHAsync_v2(back, d1, N, NULL)), PL_OK(cuStreamSynchronize(NULL));
-        else
-            PL_OK(cuMemcpyDtoHAsync_v2_ptsz(back, d1, N, NULL)),
-                PL_OK(cuStreamSynchronize_ptsz(NULL));
-        pl_stats(&b);
-        expect_local(names[v], &a, &b, d2h, 1);
-        PL_EXPECT(memcmp(back, host, N) == 0, "%s: wrong bytes", names[v]);
-    }
+    device_to_host_variants(d1, host, back);
 
     /* unified addressing with a pinned host pointer */
     pl_set(c1, d1, N, 0);

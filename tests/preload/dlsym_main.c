@@ -100,13 +100,10 @@ static void dlvsym_cases(void *h, int shim)
     show("probe dlvsym RTLD_NEXT cuMemcpyPeer", pl_probe_vnext("cuMemcpyPeer", v));
 }
 
-int main(int argc, char **argv)
+/* Names that are not the driver's: duplicates, non-cu names, missing
+ * names and dlerror, the duplicate library's handle. */
+static void non_driver_lookups(void)
 {
-    if (argc < 2)
-        return 2;
-    int shim = strcmp(argv[1], "shim") == 0;
-    dlerror();
-
     show("main RTLD_DEFAULT pl_dup_symbol", dlsym(RTLD_DEFAULT, "pl_dup_symbol"));
     show("main RTLD_NEXT pl_dup_symbol", dlsym(RTLD_NEXT, "pl_dup_symbol"));
     show("probe RTLD_DEFAULT pl_dup_symbol", pl_probe_default("pl_dup_symbol"));
@@ -139,37 +136,31 @@ int main(int argc, char **argv)
     show_error("dup handle cuMemcpyPeer");
     show("dup handle missing", hd ? dlsym(hd, "pl_no_such_symbol") : NULL);
     show_error("dup handle missing");
+}
 
-    /* the driver opened first by its full path with RTLD_DEEPBIND: a
-     * lookup on that handle still gets the shim's wrapper (by full path
-     * only under a sanitizer runtime, which refuses RTLD_DEEPBIND) */
+/* the driver opened first by its full path with RTLD_DEEPBIND: a lookup
+ * on that handle still gets the shim's wrapper (by full path only under a
+ * sanitizer runtime, which refuses RTLD_DEEPBIND). Returns 0 when the
+ * driver does not open. */
+static int deep_bound_driver_lookup(int shim)
+{
     int sanitized = dlsym(RTLD_DEFAULT, "__asan_init") || dlsym(RTLD_DEFAULT, "__tsan_init");
     void *deep = dlopen(PL_STANDIN_DRIVER,
                         RTLD_NOW | RTLD_LOCAL | (sanitized ? 0 : RTLD_DEEPBIND));
     if (!deep) {
         fprintf(stderr, "dlopen %s: %s\n", PL_STANDIN_DRIVER, dlerror());
-        return 1;
+        return 0;
     }
     expect_object("dlsym(deep-bound driver by full path, cuMemcpyPeer)",
                   dlsym(deep, "cuMemcpyPeer"), shim ? "libp2pshim.so" : "libcuda.so.1");
     show("deep-bound driver handle cuCtxGetCurrent", dlsym(deep, "cuCtxGetCurrent"));
+    return 1;
+}
 
-    /* the driver, loaded the way cudart loads it */
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
-    if (!h) {
-        fprintf(stderr, "dlopen libcuda.so.1: %s\n", dlerror());
-        return 1;
-    }
-    show("probe RTLD_NEXT cuMemcpyPeer", pl_probe_next("cuMemcpyPeer"));
-    show("dup RTLD_NEXT cuCtxGetCurrent", pl_dup_next("cuCtxGetCurrent"));
-    show("driver handle cuCtxGetCurrent", dlsym(h, "cuCtxGetCurrent"));
-    show("driver handle cuNoSuchThing", dlsym(h, "cuNoSuchThing"));
-    show_error("driver handle cuNoSuchThing");
-    show("driver handle standin_calls", dlsym(h, "standin_calls"));
-    show_error("after a good lookup");
-
-    /* hooked names: the same answer by name; in the shim run, the shim's
-     * wrapper, and the driver's own through RTLD_NEXT from a library */
+/* hooked names: the same answer by name; in the shim run, the shim's
+ * wrapper, and the driver's own through RTLD_NEXT from a library */
+static void hooked_name_lookups(void *h, int shim)
+{
     void *by_handle = dlsym(h, "cuMemcpyPeer");
     void *by_default = dlsym(RTLD_DEFAULT, "cuMemcpyPeer");
     Dl_info i;
@@ -190,5 +181,33 @@ int main(int argc, char **argv)
         fprintf(stderr, "FAIL: legacy and per-thread cuMemcpyPeer are one pointer\n");
         failures++;
     }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return 2;
+    int shim = strcmp(argv[1], "shim") == 0;
+    dlerror();
+
+    non_driver_lookups();
+    if (!deep_bound_driver_lookup(shim))
+        return 1;
+
+    /* the driver, loaded the way cudart loads it */
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+    if (!h) {
+        fprintf(stderr, "dlopen libcuda.so.1: %s\n", dlerror());
+        return 1;
+    }
+    show("probe RTLD_NEXT cuMemcpyPeer", pl_probe_next("cuMemcpyPeer"));
+    show("dup RTLD_NEXT cuCtxGetCurrent", pl_dup_next("cuCtxGetCurrent"));
+    show("driver handle cuCtxGetCurrent", dlsym(h, "cuCtxGetCurrent"));
+    show("driver handle cuNoSuchThing", dlsym(h, "cuNoSuchThing"));
+    show_error("driver handle cuNoSuchThing");
+    show("driver handle standin_calls", dlsym(h, "standin_calls"));
+    show_error("after a good lookup");
+
+    hooked_name_lookups(h, shim);
     return failures ? 1 : 0;
 }

@@ -40,22 +40,19 @@ static void good_copy(const char *label, CUdeviceptr dst, CUdeviceptr src, unsig
     bytes(label, 1, dst);
 }
 
-int main(int argc, char **argv)
-{
-    shim = pl_want_shim(argc, argv);
-    if (pl_init(&env) < 2)
-        return 1;
-    CUcontext c0 = env.ctx[0], c1 = env.ctx[1];
-    CUdeviceptr a0 = pl_alloc(c0, N), b1 = pl_alloc(c1, N);
-    CUdeviceptr unknown = (CUdeviceptr)0x7ff00dead000ull;
-    int on_stack = 0;
-    CUcontext bogus_ctx = (CUcontext)(void *)&on_stack;
-    CUstream bogus_stream = (CUstream)(void *)&on_stack;
-    pl_fill(c0, a0, N, 1);
-    pl_set(c1, b1, N, 0);
-    pl_use(c0);
+/* The buffers and bogus handles every step below passes to the driver. */
+struct scene {
+    CUcontext c0, c1;
+    CUdeviceptr a0, b1, unknown;
+    CUcontext bogus_ctx;
+    CUstream bogus_stream;
+};
 
-    /* NULL, unknown and freed pointers; size 0 */
+/* NULL, unknown and freed pointers; size 0 */
+static void bad_pointers(const struct scene *s)
+{
+    CUcontext c0 = s->c0, c1 = s->c1;
+    CUdeviceptr a0 = s->a0, b1 = s->b1, unknown = s->unknown;
     PL_T(&env, "memcpy dst NULL", cuMemcpy(0, a0, N));
     PL_T(&env, "memcpy src NULL", cuMemcpy(b1, 0, N));
     PL_T(&env, "dtod unknown src", cuMemcpyDtoD_v2(b1, unknown, N));
@@ -74,8 +71,12 @@ int main(int argc, char **argv)
     PL_T(&env, "peer async size 0", cuMemcpyPeerAsync(b1, c1, a0, c0, 0, NULL));
     PL_T(&env, "past the end", cuMemcpyDtoD_v2(b1, a0 + N / 2, N));
     bytes("untouched", 1, b1);
+}
 
-    /* structs: NULL, zero extents, nonsense memory types */
+/* structs: NULL, zero extents, nonsense memory types */
+static void bad_structs(const struct scene *s)
+{
+    CUdeviceptr a0 = s->a0, b1 = s->b1;
     PL_T(&env, "2D NULL", cuMemcpy2D_v2(NULL));
     PL_T(&env, "3D NULL", cuMemcpy3D_v2(NULL));
     PL_T(&env, "3D peer NULL", cuMemcpy3DPeer(NULL));
@@ -108,8 +109,14 @@ int main(int argc, char **argv)
     PL_T(&env, "batch no attrs", cuMemcpyBatchAsync_v2(d1, s0, sz, 1, NULL, NULL, 0, NULL));
     PL_T(&env, "3D batch NULL", cuMemcpy3DBatchAsync_v2(1, NULL, 0, NULL));
     bytes("after structs", 1, b1);
+}
 
-    /* invalid and destroyed contexts and streams */
+/* invalid and destroyed contexts and streams */
+static void bad_contexts_and_streams(const struct scene *s)
+{
+    CUcontext c0 = s->c0, c1 = s->c1, bogus_ctx = s->bogus_ctx;
+    CUdeviceptr a0 = s->a0, b1 = s->b1;
+    CUstream bogus_stream = s->bogus_stream;
     PL_T(&env, "peer bogus dst ctx", cuMemcpyPeer(b1, bogus_ctx, a0, c0, N));
     PL_T(&env, "peer bogus src ctx", cuMemcpyPeer(b1, c1, a0, bogus_ctx, N));
     CUcontext dead = NULL, popped = NULL;
@@ -130,8 +137,13 @@ int main(int argc, char **argv)
     PL_T(&env, "stream destroy", cuStreamDestroy_v2(gone));
     PL_T(&env, "async destroyed stream", cuMemcpyAsync_ptsz(b1, a0, N, gone));
     PL_T(&env, "stream bad flags", cuStreamCreate(&gone, 0x40));
+}
 
-    /* flags, self, devices out of range */
+/* flags, self, devices out of range; then no current context */
+static void bad_flags_devices_and_no_context(const struct scene *s)
+{
+    CUcontext c0 = s->c0, c1 = s->c1;
+    CUdeviceptr a0 = s->a0, b1 = s->b1;
     PL_T(&env, "enable flags=3", cuCtxEnablePeerAccess(c1, 3));
     PL_T(&env, "enable self", cuCtxEnablePeerAccess(c0, 0));
     PL_T(&env, "disable self", cuCtxDisablePeerAccess(c0));
@@ -151,15 +163,15 @@ int main(int argc, char **argv)
     PL_T(&env, "no ctx: memcpy", cuMemcpy(b1, a0, N));
     PL_T(&env, "no ctx: async", cuMemcpyAsync(b1, a0, N, NULL));
     bytes("after errors", 1, b1);
+}
 
-    /* a good copy (the shim enables 0->1), and the program's own enable */
-    good_copy("good before reset", b1, a0, 2);
-    if (shim)
-        PL_EXPECT(standin_peer_enabled(c0, c1), "the shim did not enable 0->1");
-    PL_T(&env, "app enable 0->1", cuCtxEnablePeerAccess(c1, 0));
-
-    /* reset device 1 in the middle: the old buffer is gone, and so is
-     * every link to it */
+/* Reset device 1 in the middle: the old buffer is gone, and so is every
+ * link to it; a new allocation's cross copy is upgraded again. Returns the
+ * new buffer on device 1. */
+static CUdeviceptr reset_device_1_relinks(const struct scene *s)
+{
+    CUcontext c0 = s->c0, c1 = s->c1;
+    CUdeviceptr a0 = s->a0, b1 = s->b1;
     PL_T(&env, "reset dev 1", cuDevicePrimaryCtxReset_v2(1));
     PL_EXPECT(!standin_peer_enabled(c0, c1) && !standin_peer_enabled(c1, c0),
               "a link survived the reset");
@@ -185,8 +197,13 @@ int main(int argc, char **argv)
     PL_T(&env, "app disable 0->1", cuCtxDisablePeerAccess(c1));
     PL_T(&env, "app disable 0->1 again", cuCtxDisablePeerAccess(c1));
     good_copy("good at the end", nb1, a0, 4);
+    return nb1;
+}
 
-    /* a reset of device 0 too, then everything again from scratch */
+/* A reset of device 0 too, then everything again from scratch. */
+static void reset_device_0_relinks(const struct scene *s, CUdeviceptr nb1)
+{
+    CUcontext c0 = s->c0, c1 = s->c1;
     PL_T(&env, "reset dev 0 (legacy)", cuDevicePrimaryCtxReset(0));
     CUdeviceptr na0 = pl_alloc(c0, N);
     good_copy("good after second reset", nb1, na0, 5);
@@ -195,6 +212,40 @@ int main(int argc, char **argv)
     pl_free(c0, na0);
     pl_free(c1, nb1);
     pl_use(c0);
-    PL_T(&env, "free buffer of reset dev 0", cuMemFree_v2(a0));
+    PL_T(&env, "free buffer of reset dev 0", cuMemFree_v2(s->a0));
+}
+
+int main(int argc, char **argv)
+{
+    shim = pl_want_shim(argc, argv);
+    if (pl_init(&env) < 2)
+        return 1;
+    int on_stack = 0;
+    struct scene s = {
+        .c0 = env.ctx[0],
+        .c1 = env.ctx[1],
+        .unknown = (CUdeviceptr)0x7ff00dead000ull,
+        .bogus_ctx = (CUcontext)(void *)&on_stack,
+        .bogus_stream = (CUstream)(void *)&on_stack,
+    };
+    s.a0 = pl_alloc(s.c0, N);
+    s.b1 = pl_alloc(s.c1, N);
+    pl_fill(s.c0, s.a0, N, 1);
+    pl_set(s.c1, s.b1, N, 0);
+    pl_use(s.c0);
+
+    bad_pointers(&s);
+    bad_structs(&s);
+    bad_contexts_and_streams(&s);
+    bad_flags_devices_and_no_context(&s);
+
+    /* a good copy (the shim enables 0->1), and the program's own enable */
+    good_copy("good before reset", s.b1, s.a0, 2);
+    if (shim)
+        PL_EXPECT(standin_peer_enabled(s.c0, s.c1), "the shim did not enable 0->1");
+    PL_T(&env, "app enable 0->1", cuCtxEnablePeerAccess(s.c1, 0));
+
+    CUdeviceptr nb1 = reset_device_1_relinks(&s);
+    reset_device_0_relinks(&s, nb1);
     return pl_finish("errors");
 }

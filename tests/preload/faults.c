@@ -337,6 +337,50 @@ static void memkinds(void)
     PL_EXPECT(xcopy(0, 1, 0) == 1, "an ordinary copy after them was not upgraded");
 }
 
+/* limit8: 8 devices, at most 3 peers each: no device holds more, no
+ * direction is tried twice, and the enabled directions serve copies. */
+static void peer_limit_held_8_devices(void)
+{
+    PL_EXPECT(env.ndev == 8, "needs STANDIN_DEVICES=8");
+    int peers = 0;
+    for (int a = 0; a < env.ndev; a++)
+        for (int b = 0; b < env.ndev; b++)
+            if (a != b)
+                peers += xcopy(a, b, (a + b) % 3);
+    for (int a = 0; a < env.ndev; a++) {
+        int out = 0;
+        for (int b = 0; b < env.ndev; b++)
+            out += a != b && enabled(a, b);
+        PL_EXPECT(out <= 3, "device %d holds %d peers, past the limit of 3", a, out);
+    }
+    PL_EXPECT(enable_calls() <= 56, "%llu enable calls: a direction was tried twice",
+              (unsigned long long)enable_calls());
+    /* 8 contexts x 3 peers = 24 directions at most, each serving a pair
+     * both ways: at least as many peer copies as enabled directions. */
+    PL_EXPECT(peers >= 24, "only %d of 56 copies went peer", peers);
+    printf("limit8: %d of 56 copies peer, %llu enable calls\n", peers,
+           (unsigned long long)enable_calls());
+}
+
+/* release: a primary context released to zero takes its links with it;
+ * once retained again, copies are upgraded again. */
+static void links_back_after_release(void)
+{
+    PL_EXPECT(xcopy(0, 1, 0) == 1, "first 0->1 not upgraded");
+    PL_EXPECT(enabled(0, 1), "0->1 not enabled");
+    /* pl_init retained every primary context once: release to zero */
+    pl_use(NULL);
+    PL_OK(cuDevicePrimaryCtxRelease_v2(1));
+    PL_EXPECT(!enabled(0, 1) && !enabled(1, 0), "a link survived the release");
+    CUcontext again = NULL;
+    PL_OK(cuDevicePrimaryCtxRetain(&again, 1));
+    env.ctx[1] = again;
+    for (int i = 0; i < 4; i++)
+        PL_EXPECT(xcopy(i % 2, 1 - i % 2, i % 3) == 1,
+                  "copy %d after release and retain not upgraded", i);
+    PL_EXPECT(enabled(0, 1) || enabled(1, 0), "no link after release and retain");
+}
+
 int main(int argc, char **argv)
 {
     pl_want_shim(argc, argv);
@@ -368,25 +412,7 @@ int main(int argc, char **argv)
                   (unsigned long long)s.peer_enable_calls, (unsigned long long)s.peer_enable_ok,
                   (unsigned long long)want);
     } else if (strcmp(sc, "limit8") == 0) {
-        PL_EXPECT(env.ndev == 8, "needs STANDIN_DEVICES=8");
-        int peers = 0;
-        for (int a = 0; a < env.ndev; a++)
-            for (int b = 0; b < env.ndev; b++)
-                if (a != b)
-                    peers += xcopy(a, b, (a + b) % 3);
-        for (int a = 0; a < env.ndev; a++) {
-            int out = 0;
-            for (int b = 0; b < env.ndev; b++)
-                out += a != b && enabled(a, b);
-            PL_EXPECT(out <= 3, "device %d holds %d peers, past the limit of 3", a, out);
-        }
-        PL_EXPECT(enable_calls() <= 56, "%llu enable calls: a direction was tried twice",
-                  (unsigned long long)enable_calls());
-        /* 8 contexts x 3 peers = 24 directions at most, each serving a pair
-         * both ways: at least as many peer copies as enabled directions. */
-        PL_EXPECT(peers >= 24, "only %d of 56 copies went peer", peers);
-        printf("limit8: %d of 56 copies peer, %llu enable calls\n", peers,
-               (unsigned long long)enable_calls());
+        peer_limit_held_8_devices();
     } else if (strcmp(sc, "max_peers") == 0) {
         PL_EXPECT(env.ndev == 3, "needs STANDIN_DEVICES=3");
         PL_EXPECT(xcopy(0, 1, 0) == 1, "0->1 not upgraded");
@@ -401,19 +427,7 @@ int main(int argc, char **argv)
         PL_EXPECT(enable_calls() == 5, "%llu enable calls, expected 5 (never retried)",
                   (unsigned long long)enable_calls());
     } else if (strcmp(sc, "release") == 0) {
-        PL_EXPECT(xcopy(0, 1, 0) == 1, "first 0->1 not upgraded");
-        PL_EXPECT(enabled(0, 1), "0->1 not enabled");
-        /* pl_init retained every primary context once: release to zero */
-        pl_use(NULL);
-        PL_OK(cuDevicePrimaryCtxRelease_v2(1));
-        PL_EXPECT(!enabled(0, 1) && !enabled(1, 0), "a link survived the release");
-        CUcontext again = NULL;
-        PL_OK(cuDevicePrimaryCtxRetain(&again, 1));
-        env.ctx[1] = again;
-        for (int i = 0; i < 4; i++)
-            PL_EXPECT(xcopy(i % 2, 1 - i % 2, i % 3) == 1,
-                      "copy %d after release and retain not upgraded", i);
-        PL_EXPECT(enabled(0, 1) || enabled(1, 0), "no link after release and retain");
+        links_back_after_release();
     } else if (strcmp(sc, "memkinds") == 0) {
         memkinds();
     } else {

@@ -36,6 +36,36 @@ static CUresult memset_on(enum kind k, CUdeviceptr p, unsigned char v, size_t n,
     return k == K_PER_THREAD ? cuMemsetD8Async_ptsz(p, v, n, s) : cuMemsetD8Async(p, v, n, s);
 }
 
+/* The destination after the copy: the source's memset in the first half,
+ * the source's own pattern after it (read back in the destination's
+ * context once its pending work ran). */
+static void expect_ordered_bytes(const char *label, CUcontext cd, CUdeviceptr dst,
+                                 unsigned seed)
+{
+    unsigned char *h = malloc(N);
+    if (!h)
+        abort();
+    memset(h, 0, N);
+    CUcontext popped;
+    PL_OK(cuCtxPushCurrent_v2(cd));
+    PL_OK(cuCtxSynchronize());
+    PL_OK(cuMemcpyDtoH_v2(h, dst, N));
+    PL_OK(cuCtxPopCurrent_v2(&popped));
+    size_t bad = N;
+    for (size_t i = 0; i < N && bad == N; i++) {
+        unsigned char want = i < N / 2 ? VS : pl_pattern(seed, i);
+        if (h[i] != want)
+            bad = i;
+    }
+    PL_EXPECT(bad == N, "%s: byte %zu is 0x%02x, expected 0x%02x (%s)", label, bad,
+              bad < N ? h[bad] : 0,
+              bad < N / 2 ? VS : bad < N ? pl_pattern(seed, bad) : 0,
+              bad < N && h[bad] == VD ? "the destination's memset ran after the copy"
+              : bad < N / 2           ? "the copy ran before the source's memset"
+                                      : "wrong bytes");
+    free(h);
+}
+
 static void run(const struct pl_copy_api *api, enum kind k, int from, int to, unsigned seed)
 {
     char label[128];
@@ -89,28 +119,7 @@ static void run(const struct pl_copy_api *api, enum kind k, int from, int to, un
             PL_EXPECT(b.peer_copies == a.peer_copies, "%s: peer without the shim", label);
         if (api->async)
             PL_OK(cuCtxSynchronize());
-        unsigned char *h = malloc(N);
-        if (!h)
-            abort();
-        memset(h, 0, N);
-        CUcontext popped;
-        PL_OK(cuCtxPushCurrent_v2(cd));
-        PL_OK(cuCtxSynchronize());
-        PL_OK(cuMemcpyDtoH_v2(h, dst, N));
-        PL_OK(cuCtxPopCurrent_v2(&popped));
-        size_t bad = N;
-        for (size_t i = 0; i < N && bad == N; i++) {
-            unsigned char want = i < N / 2 ? VS : pl_pattern(seed, i);
-            if (h[i] != want)
-                bad = i;
-        }
-        PL_EXPECT(bad == N, "%s: byte %zu is 0x%02x, expected 0x%02x (%s)", label, bad,
-                  bad < N ? h[bad] : 0,
-                  bad < N / 2 ? VS : bad < N ? pl_pattern(seed, bad) : 0,
-                  bad < N && h[bad] == VD ? "the destination's memset ran after the copy"
-                  : bad < N / 2           ? "the copy ran before the source's memset"
-                                          : "wrong bytes");
-        free(h);
+        expect_ordered_bytes(label, cd, dst, seed);
     }
     pl_use(NULL);
     if (ev)

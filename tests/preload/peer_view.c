@@ -67,16 +67,10 @@ static void driver_state(int from, int to, int want)
                   standin_peer_enabled(env.ctx[from], env.ctx[to]), want);
 }
 
-int main(int argc, char **argv)
+/* The shim enables 0->1 for a copy; the program's own enable and
+ * disable, twice each, get the answers they would without it. */
+static void shim_link_then_app_enable(void)
 {
-    shim = pl_want_shim(argc, argv);
-    if (pl_init(&env) < 3) {
-        fprintf(stderr, "peer_view: needs STANDIN_DEVICES=3\n");
-        return 1;
-    }
-    for (int d = 0; d < 3; d++)
-        buf[d] = pl_alloc(env.ctx[d], N);
-
     /* The shim enables 0->1 for this copy (issued from ctx0). */
     pl_use(env.ctx[0]);
     copy("first", 0, 1, 0);
@@ -93,8 +87,11 @@ int main(int argc, char **argv)
     pl_use(env.ctx[0]);
     copy("after-app-disable", 0, 1, 0);
     copy("reverse", 1, 0, 0);
+}
 
-    /* A direction only the shim enabled (0->2): the program sees none. */
+/* A direction only the shim enabled (0->2): the program sees none. */
+static void shim_only_direction_unseen(void)
+{
     pl_use(env.ctx[0]);
     copy("shim-only", 0, 2, 0);
     driver_state(0, 2, 1);
@@ -116,9 +113,12 @@ int main(int argc, char **argv)
     driver_state(0, 2, 1);
     pl_use(env.ctx[2]);
     copy("after-all-disabled", 2, 0, 0);
+}
 
-    /* The program enables first (1->2); the shim has nothing to do; the
-     * program's disable is real, and the shim enables again when needed. */
+/* The program enables first (1->2); the shim has nothing to do; the
+ * program's disable is real, and the shim enables again when needed. */
+static void app_link_first(void)
+{
     enable("app-before-shim", 1, 2);
     pl_use(env.ctx[1]);
     copy("app-only", 1, 2, 1);
@@ -132,6 +132,21 @@ int main(int argc, char **argv)
     disable("app-again", 1, 2);
     disable("app-again-twice", 1, 2);
     driver_state(1, 2, 1);
+}
+
+int main(int argc, char **argv)
+{
+    shim = pl_want_shim(argc, argv);
+    if (pl_init(&env) < 3) {
+        fprintf(stderr, "peer_view: needs STANDIN_DEVICES=3\n");
+        return 1;
+    }
+    for (int d = 0; d < 3; d++)
+        buf[d] = pl_alloc(env.ctx[d], N);
+
+    shim_link_then_app_enable();
+    shim_only_direction_unseen();
+    app_link_first();
 
     /* Errors of the enable path itself. */
     enable("self", 0, 0);

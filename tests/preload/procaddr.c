@@ -84,31 +84,47 @@ static void *get(const char *sym, int version, cuuint64_t flags, int hooked)
 
 #define FN(type, sym, ver, fl, hooked) ((type)get(sym, ver, fl, hooked))
 
-int main(int argc, char **argv)
-{
-    if (argc < 2 || (strcmp(argv[1], "shim") && strcmp(argv[1], "noshim")))
-        return 2;
-    shim = strcmp(argv[1], "shim") == 0;
+/* Copy entry points fetched at flags 0 and flags 2 (the index into
+ * legacy[][] and perthread[] is the index into copy_bases). */
+static const char *const copy_bases[] = {
+    "cuMemcpy", "cuMemcpyAsync", "cuMemcpyPeer", "cuMemcpyPeerAsync", "cuMemcpyDtoD",
+    "cuMemcpyDtoDAsync", "cuMemcpy2D", "cuMemcpy2DUnaligned", "cuMemcpy2DAsync",
+    "cuMemcpy3D", "cuMemcpy3DAsync", "cuMemcpy3DPeer", "cuMemcpy3DPeerAsync",
+    "cuMemcpyHtoD", "cuMemcpyDtoH", "cuMemcpyHtoDAsync", "cuMemcpyDtoHAsync"};
+enum { NB = sizeof copy_bases / sizeof copy_bases[0] };
+static void *legacy[NB][2], *perthread[NB];
 
+typedef CUresult (*set_cur_fn)(CUcontext);
+typedef CUresult (*memset_fn)(CUdeviceptr, unsigned char, size_t, CUstream);
+
+/* dlopen the driver and dlsym cuGetProcAddress_v2 (in the shim run: the
+ * shim's). Returns 0 when either is missing. */
+static int open_driver(void)
+{
     h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
     if (!h) {
         fprintf(stderr, "dlopen: %s\n", dlerror());
-        return 1;
+        return 0;
     }
     calls = (uint64_t(*)(const char *))dlsym(h, "standin_calls");
     gpa = (gpa5_fn)dlsym(h, "cuGetProcAddress_v2");
     printf("dlsym cuGetProcAddress_v2: sym=%s\n", symbol_of((void *)gpa));
     if (!gpa || !calls)
-        return 1;
+        return 0;
     if (shim)
         EXPECT(strcmp(object_of((void *)gpa), "libp2pshim.so") == 0,
                "dlsym(h, cuGetProcAddress_v2) gave a pointer in %s", object_of((void *)gpa));
+    return 1;
+}
 
-    /* cuGetProcAddress asked for itself, both forms */
+/* cuGetProcAddress asked for itself, both forms: two pointers, and the
+ * 4-argument one works. Returns 0 when a form is missing. */
+static int self_lookup_both_forms(void)
+{
     gpa4_fn gpa4 = (gpa4_fn)get("cuGetProcAddress", 11030, 0, 1);
     gpa5_fn gpa5 = (gpa5_fn)get("cuGetProcAddress", 12000, 0, 1);
     if (!gpa4 || !gpa5)
-        return 1;
+        return 0;
     EXPECT((void *)gpa4 != (void *)gpa5, "both forms of cuGetProcAddress are one pointer");
     gpa = gpa5;
     void *p4 = NULL;
@@ -116,20 +132,19 @@ int main(int argc, char **argv)
     printf("gpa4 cuMemcpyPeer 4000 0: rc=%d sym=%s\n", (int)r4, symbol_of(p4));
     if (shim)
         EXPECT(strcmp(object_of(p4), "libp2pshim.so") == 0, "4-argument form: not the shim's");
+    return 1;
+}
 
-    /* copy entry points: flags 0 at old versions, flags 2 at 7000 */
-    static const char *const bases[] = {
-        "cuMemcpy", "cuMemcpyAsync", "cuMemcpyPeer", "cuMemcpyPeerAsync", "cuMemcpyDtoD",
-        "cuMemcpyDtoDAsync", "cuMemcpy2D", "cuMemcpy2DUnaligned", "cuMemcpy2DAsync",
-        "cuMemcpy3D", "cuMemcpy3DAsync", "cuMemcpy3DPeer", "cuMemcpy3DPeerAsync",
-        "cuMemcpyHtoD", "cuMemcpyDtoH", "cuMemcpyHtoDAsync", "cuMemcpyDtoHAsync"};
-    enum { NB = sizeof bases / sizeof bases[0] };
-    void *legacy[NB][2], *perthread[NB];
+/* copy entry points: flags 0 at old versions, flags 2 at 7000; every
+ * distinct variant a distinct pointer, the same variant the same */
+static void copy_variants_distinct(void)
+{
     for (int i = 0; i < NB; i++) {
-        legacy[i][0] = get(bases[i], 3020, 0, 1);
-        legacy[i][1] = get(bases[i], 4000, 0, 1);
-        perthread[i] = get(bases[i], 7000, PT, 1);
-        EXPECT(perthread[i] != legacy[i][1], "%s: flags 2 gave the legacy pointer", bases[i]);
+        legacy[i][0] = get(copy_bases[i], 3020, 0, 1);
+        legacy[i][1] = get(copy_bases[i], 4000, 0, 1);
+        perthread[i] = get(copy_bases[i], 7000, PT, 1);
+        EXPECT(perthread[i] != legacy[i][1], "%s: flags 2 gave the legacy pointer",
+               copy_bases[i]);
     }
     void *batch[4] = {get("cuMemcpyBatchAsync", 12080, 0, 1),
                       get("cuMemcpyBatchAsync", 13000, 0, 1),
@@ -142,16 +157,18 @@ int main(int argc, char **argv)
         for (int j = i + 1; j < 4; j++)
             EXPECT(batch[i] != batch[j], "cuMemcpyBatchAsync variants %d and %d are one pointer",
                    i, j);
-    /* every distinct variant is a distinct pointer, the same variant the same */
     for (int i = 0; i < NB; i++)
         for (int j = 0; j < NB; j++) {
             EXPECT(i == j || (perthread[i] != perthread[j] && legacy[i][1] != legacy[j][1]),
-                   "%s and %s share a pointer", bases[i], bases[j]);
-            EXPECT(perthread[i] != legacy[j][1], "%s/%s: per-thread == legacy", bases[i],
-                   bases[j]);
+                   "%s and %s share a pointer", copy_bases[i], copy_bases[j]);
+            EXPECT(perthread[i] != legacy[j][1], "%s/%s: per-thread == legacy", copy_bases[i],
+                   copy_bases[j]);
         }
+}
 
-    /* unhooked, unknown, too old, bad flags */
+/* unhooked, unknown, too old, bad flags */
+static void unhooked_and_bad_lookups(void)
+{
     void *cur_fn = get("cuCtxGetCurrent", 4000, 0, 0);
     if (shim)
         EXPECT(cur_fn == dlsym(h, "cuCtxGetCurrent"), "cuCtxGetCurrent is not the driver's own");
@@ -162,21 +179,61 @@ int main(int argc, char **argv)
     void *pnull = (void *)0x1;
     printf("gpa NULL symbol: rc=%d\n", (int)gpa(NULL, &pnull, 13000, 0, NULL));
     printf("gpa NULL pfn: rc=%d\n", (int)gpa("cuMemcpyPeer", NULL, 13000, 0, NULL));
+}
 
-    /* set-up through fetched pointers, as cudart does */
+/* One cross copy through a fetched cuMemcpyPeer variant, with memsets
+ * pending on both devices' streams: it reaches the stand-in function
+ * `reaches` (never `not_reaches`) and leaves the right bytes. */
+typedef CUresult (*peer_fn)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t);
+struct ordered_run {
+    const char *what;
+    peer_fn fn;
+    memset_fn memset_fn;
+    const char *reaches, *not_reaches;
+};
+
+static void ordered_copy(const struct ordered_run *run, int k, int round, set_cur_fn set_cur,
+                         const CUcontext c[2], CUdeviceptr a, CUdeviceptr b, unsigned char *host)
+{
+    typedef CUresult (*dtoh_fn)(void *, CUdeviceptr, size_t);
+    dtoh_fn dtoh = (dtoh_fn)legacy[14][0];
+    unsigned char vs = (unsigned char)(0x11 + 16 * round + k), vd = (unsigned char)0xEE;
+    /* pending: the destination on device 1, the source on device 0 */
+    set_cur(c[1]);
+    run->memset_fn(b, vd, N, NULL);
+    set_cur(c[0]);
+    run->memset_fn(a, vs, N, NULL);
+    uint64_t in = calls(run->reaches), out = calls(run->not_reaches);
+    CUresult r = run->fn(b, c[1], a, c[0], N);
+    EXPECT(calls(run->reaches) == in + 1 && calls(run->not_reaches) == out,
+           "%s cuMemcpyPeer did not reach %s", run->what, run->reaches);
+    memset(host, 0, N);
+    set_cur(c[1]);
+    dtoh(host, b, N);
+    set_cur(c[0]);
+    size_t bad = 0;
+    while (bad < N && host[bad] == vs)
+        bad++;
+    printf("ordered %s copy round %d: rc=%d right=%s\n", run->what, round, (int)r,
+           bad == N ? "yes" : "no");
+    EXPECT(bad == N, "%s copy: byte %zu is 0x%02x, expected 0x%02x", run->what, bad,
+           bad < N ? host[bad] : 0, vs);
+}
+
+/* set-up through fetched pointers, as cudart does; then the legacy and the
+ * per-thread cuMemcpyPeer, three rounds each. Returns 0 when set-up fails. */
+static int ordered_copies_through_fetched(CUcontext c[2])
+{
     CUresult (*init)(unsigned) = FN(CUresult(*)(unsigned), "cuInit", 2000, 0, 0);
     CUresult (*retain)(CUcontext *, CUdevice) =
         FN(CUresult(*)(CUcontext *, CUdevice), "cuDevicePrimaryCtxRetain", 7000, 0, 0);
-    CUresult (*set_cur)(CUcontext) = FN(CUresult(*)(CUcontext), "cuCtxSetCurrent", 4000, 0, 0);
+    set_cur_fn set_cur = FN(set_cur_fn, "cuCtxSetCurrent", 4000, 0, 0);
     CUresult (*alloc)(CUdeviceptr *, size_t) =
         FN(CUresult(*)(CUdeviceptr *, size_t), "cuMemAlloc", 3020, 0, 1);
-    CUresult (*memset_legacy)(CUdeviceptr, unsigned char, size_t, CUstream) =
-        FN(CUresult(*)(CUdeviceptr, unsigned char, size_t, CUstream), "cuMemsetD8Async", 3020, 0, 1);
-    CUresult (*memset_pt)(CUdeviceptr, unsigned char, size_t, CUstream) =
-        FN(CUresult(*)(CUdeviceptr, unsigned char, size_t, CUstream), "cuMemsetD8Async", 7000, PT, 1);
+    memset_fn memset_legacy = FN(memset_fn, "cuMemsetD8Async", 3020, 0, 1);
+    memset_fn memset_pt = FN(memset_fn, "cuMemsetD8Async", 7000, PT, 1);
     if (!init || !retain || !set_cur || !alloc || !memset_legacy || !memset_pt)
-        return 1;
-    CUcontext c[2];
+        return 0;
     CUdeviceptr a = 0, b = 0;
     printf("init rc=%d\n", (int)init(0));
     printf("retain rc=%d %d\n", (int)retain(&c[0], 0), (int)retain(&c[1], 1));
@@ -186,52 +243,38 @@ int main(int argc, char **argv)
     printf("alloc a rc=%d\n", (int)alloc(&a, N));
 
     /* which stand-in function each fetched pointer reaches */
-    typedef CUresult (*peer_fn)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t);
-    typedef CUresult (*dtoh_fn)(void *, CUdeviceptr, size_t);
-    peer_fn peer_legacy = (peer_fn)legacy[2][1], peer_pt = (peer_fn)perthread[2];
-    dtoh_fn dtoh = (dtoh_fn)legacy[14][0];
     unsigned char *host = malloc(N);
     if (!host)
+        return 0;
+    const struct ordered_run runs[2] = {
+        {"legacy", (peer_fn)legacy[2][1], memset_legacy, "cuMemcpyPeer", "cuMemcpyPeer_ptds"},
+        {"per-thread", (peer_fn)perthread[2], memset_pt, "cuMemcpyPeer_ptds", "cuMemcpyPeer"}};
+    for (int k = 0; k < 2; k++)
+        for (int round = 0; round < 3; round++)
+            ordered_copy(&runs[k], k, round, set_cur, c, a, b, host);
+    free(host);
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || (strcmp(argv[1], "shim") && strcmp(argv[1], "noshim")))
+        return 2;
+    shim = strcmp(argv[1], "shim") == 0;
+
+    if (!open_driver() || !self_lookup_both_forms())
         return 1;
-    struct {
-        const char *what;
-        peer_fn fn;
-        CUresult (*memset_fn)(CUdeviceptr, unsigned char, size_t, CUstream);
-        const char *reaches, *not_reaches;
-    } runs[2] = {{"legacy", peer_legacy, memset_legacy, "cuMemcpyPeer", "cuMemcpyPeer_ptds"},
-                 {"per-thread", peer_pt, memset_pt, "cuMemcpyPeer_ptds", "cuMemcpyPeer"}};
-    for (int k = 0; k < 2; k++) {
-        for (int round = 0; round < 3; round++) {
-            unsigned char vs = (unsigned char)(0x11 + 16 * round + k), vd = (unsigned char)0xEE;
-            /* pending: the destination on device 1, the source on device 0 */
-            set_cur(c[1]);
-            runs[k].memset_fn(b, vd, N, NULL);
-            set_cur(c[0]);
-            runs[k].memset_fn(a, vs, N, NULL);
-            uint64_t in = calls(runs[k].reaches), out = calls(runs[k].not_reaches);
-            CUresult r = runs[k].fn(b, c[1], a, c[0], N);
-            EXPECT(calls(runs[k].reaches) == in + 1 && calls(runs[k].not_reaches) == out,
-                   "%s cuMemcpyPeer did not reach %s", runs[k].what, runs[k].reaches);
-            memset(host, 0, N);
-            set_cur(c[1]);
-            dtoh(host, b, N);
-            set_cur(c[0]);
-            size_t bad = 0;
-            while (bad < N && host[bad] == vs)
-                bad++;
-            printf("ordered %s copy round %d: rc=%d right=%s\n", runs[k].what, round, (int)r,
-                   bad == N ? "yes" : "no");
-            EXPECT(bad == N, "%s copy: byte %zu is 0x%02x, expected 0x%02x", runs[k].what, bad,
-                   bad < N ? host[bad] : 0, vs);
-        }
-    }
+    copy_variants_distinct();
+    unhooked_and_bad_lookups();
+    CUcontext c[2];
+    if (!ordered_copies_through_fetched(c))
+        return 1;
     if (shim) {
         int (*enabled)(CUcontext, CUcontext) =
             (int (*)(CUcontext, CUcontext))dlsym(h, "standin_peer_enabled");
         EXPECT(enabled && (enabled(c[0], c[1]) || enabled(c[1], c[0])),
                "no peer access enabled after cross copies through fetched pointers");
     }
-    free(host);
     if (failures)
         fprintf(stderr, "procaddr: %d check(s) failed\n", failures);
     return failures ? 1 : 0;

@@ -90,58 +90,61 @@ static int relay_copies(void)
     return 0;
 }
 
-int main(int argc, char **argv)
-{
-    const char *sc = argc > 1 ? argv[1] : "paths";
-    CHECK_CU(cuInit(0));
-    CHECK_CU(cuDevicePrimaryCtxRetain(&ctx[0], 0));
-    CHECK_CU(cuDevicePrimaryCtxRetain(&ctx[1], 1));
-    CHECK_CU(cuCtxSetCurrent(ctx[1]));
-    CHECK_CU(cuMemAlloc(&a1, 1 << 16));
-    CHECK_CU(cuCtxSetCurrent(ctx[0]));
-    CHECK_CU(cuMemAlloc(&a0, 1 << 16));
-    CHECK_CU(cuMemAlloc(&b0, 1 << 16));
-    memset(host, 7, sizeof host);
+/* Each scenario below returns 0 when the program goes on to print the
+ * stand-in's counters, else the program's exit status. */
 
-    if (strcmp(sc, "paths") == 0) {
-        CHECK_CU(cuMemcpyHtoD(a0, host, 4096));
-        cross();
-        CHECK_CU(cuMemcpyDtoD(b0, a0, 4096));
-        CHECK_CU(cuCtxSetCurrent(ctx[1]));
-        CHECK_CU(cuMemcpyDtoH(host, a1, 4096));
-        CUdeviceptr pool;
-        CHECK_CU(cuCtxSetCurrent(ctx[0]));
-        CHECK_CU(cuMemAllocAsync(&pool, 4096, NULL));
-        CHECK_CU(cuMemcpyPeerAsync(a1, ctx[1], pool, ctx[0], 4096, NULL));
-        CHECK_CU(cuMemFreeAsync(pool, NULL));
-        CHECK_CU(cuCtxSynchronize());
-        for (int i = 0; i < 4096; i++)
-            if (host[i] != 7) {
-                fprintf(stderr, "rec_probe: wrong byte at %d\n", i);
-                return 1;
-            }
-    } else if (strncmp(sc, "fork", 4) == 0) {
-        bool quick = strcmp(sc, "fork") != 0;
-        int copies = strcmp(sc, "fork_exit") == 0 ? 600
-                     : strcmp(sc, "fork_quiet") == 0 ? 0 : 2;
-        cross();
-        fflush(stdout);
-        pid_t pid = fork();
-        if (pid == 0) {
-            /* The stand-in keeps working in the child (a real driver would
-             * not): the child's records go to its own log. */
-            for (int i = 0; i < copies; i++)
-                cross();
-            if (quick)
-                _exit(0);
-            exit(0);
-        }
-        int status = 0;
-        waitpid(pid, &status, 0);
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+/* one copy of each path; the host buffer comes back unchanged */
+static int scenario_paths(void)
+{
+    CHECK_CU(cuMemcpyHtoD(a0, host, 4096));
+    cross();
+    CHECK_CU(cuMemcpyDtoD(b0, a0, 4096));
+    CHECK_CU(cuCtxSetCurrent(ctx[1]));
+    CHECK_CU(cuMemcpyDtoH(host, a1, 4096));
+    CUdeviceptr pool;
+    CHECK_CU(cuCtxSetCurrent(ctx[0]));
+    CHECK_CU(cuMemAllocAsync(&pool, 4096, NULL));
+    CHECK_CU(cuMemcpyPeerAsync(a1, ctx[1], pool, ctx[0], 4096, NULL));
+    CHECK_CU(cuMemFreeAsync(pool, NULL));
+    CHECK_CU(cuCtxSynchronize());
+    for (int i = 0; i < 4096; i++)
+        if (host[i] != 7) {
+            fprintf(stderr, "rec_probe: wrong byte at %d\n", i);
             return 1;
-        printf("child=%d\n", (int)pid);
-    } else if (strcmp(sc, "exec") == 0) {
+        }
+    return 0;
+}
+
+/* fork, fork_exit, fork_exit_few, fork_quiet: the child exits 0 */
+static int scenario_fork(const char *sc)
+{
+    bool quick = strcmp(sc, "fork") != 0;
+    int copies = strcmp(sc, "fork_exit") == 0 ? 600
+                 : strcmp(sc, "fork_quiet") == 0 ? 0 : 2;
+    cross();
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* The stand-in keeps working in the child (a real driver would
+         * not): the child's records go to its own log. */
+        for (int i = 0; i < copies; i++)
+            cross();
+        if (quick)
+            _exit(0);
+        exit(0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return 1;
+    printf("child=%d\n", (int)pid);
+    return 0;
+}
+
+/* exec, exec_fail, exec_self, exec_child */
+static int scenario_exec(const char *sc)
+{
+    if (strcmp(sc, "exec") == 0) {
         cross();
         struct standin_stats s;
         standin_get_stats(&s);
@@ -160,52 +163,94 @@ int main(int argc, char **argv)
         fflush(stdout);
         execl("/proc/self/exe", "rec_probe", "exec_child", (char *)NULL);
         return 1;
-    } else if (strcmp(sc, "exec_child") == 0) {
+    } else { /* exec_child */
         cross();
-    } else if (strcmp(sc, "bounce") == 0) {
-        size_t n = (size_t)2 << 20;
-        CUdeviceptr src, dst;
+    }
+    return 0;
+}
+
+/* a D2H then H2D the shim bounces; the destination gets the bytes */
+static int scenario_bounce(void)
+{
+    size_t n = (size_t)2 << 20;
+    CUdeviceptr src, dst;
+    CHECK_CU(cuCtxSetCurrent(ctx[0]));
+    CHECK_CU(cuMemAlloc(&src, n));
+    CHECK_CU(cuMemsetD8(src, 0x3C, n));
+    CHECK_CU(cuCtxSetCurrent(ctx[1]));
+    CHECK_CU(cuMemAlloc(&dst, n));
+    unsigned char *h = malloc(n);
+    /* The shim bounces on evidence: a staging round first, the one
+     * checked second (observe mode: one round, one candidate). */
+    const char *mode = getenv("P2PSHIM_MODE");
+    int rounds = mode && strcmp(mode, "observe") == 0 ? 1 : 2;
+    for (int r = 0; r < rounds; r++) {
         CHECK_CU(cuCtxSetCurrent(ctx[0]));
-        CHECK_CU(cuMemAlloc(&src, n));
-        CHECK_CU(cuMemsetD8(src, 0x3C, n));
+        CHECK_CU(cuMemcpyDtoH(h, src, n));
         CHECK_CU(cuCtxSetCurrent(ctx[1]));
-        CHECK_CU(cuMemAlloc(&dst, n));
-        unsigned char *h = malloc(n);
-        /* The shim bounces on evidence: a staging round first, the one
-         * checked second (observe mode: one round, one candidate). */
-        const char *mode = getenv("P2PSHIM_MODE");
-        int rounds = mode && strcmp(mode, "observe") == 0 ? 1 : 2;
-        for (int r = 0; r < rounds; r++) {
-            CHECK_CU(cuCtxSetCurrent(ctx[0]));
-            CHECK_CU(cuMemcpyDtoH(h, src, n));
-            CHECK_CU(cuCtxSetCurrent(ctx[1]));
-            CHECK_CU(cuMemcpyHtoD(dst, h, n));
-        }
-        CHECK_CU(cuCtxSynchronize());
-        for (size_t i = 0; i < n; i++)
-            if (((unsigned char *)(uintptr_t)dst)[i] != 0x3C) {
-                fprintf(stderr, "rec_probe: wrong byte at %zu\n", i);
-                return 1;
-            }
-        free(h);
-    } else if (strcmp(sc, "relay") == 0) {
-        if (relay_copies() != 0)
+        CHECK_CU(cuMemcpyHtoD(dst, h, n));
+    }
+    CHECK_CU(cuCtxSynchronize());
+    for (size_t i = 0; i < n; i++)
+        if (((unsigned char *)(uintptr_t)dst)[i] != 0x3C) {
+            fprintf(stderr, "rec_probe: wrong byte at %zu\n", i);
             return 1;
-    } else if (strcmp(sc, "lots") == 0) {
+        }
+    free(h);
+    return 0;
+}
+
+/* lots (one thread) and many (4 threads) */
+static int scenario_lots_or_many(const char *sc)
+{
+    if (strcmp(sc, "lots") == 0) {
         /* More copies than the CUPTI join keeps calls for (65536 seen). */
         CHECK_CU(cuCtxSetCurrent(ctx[0]));
         for (int i = 0; i < 80000; i++)
             CHECK_CU(cuMemcpyDtoD(b0, a0, 64));
-    } else if (strcmp(sc, "many") == 0) {
+    } else {
         pthread_t th[4];
         for (int i = 0; i < 4; i++)
             pthread_create(&th[i], NULL, many_copies, NULL);
         for (int i = 0; i < 4; i++)
             pthread_join(th[i], NULL);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *sc = argc > 1 ? argv[1] : "paths";
+    CHECK_CU(cuInit(0));
+    CHECK_CU(cuDevicePrimaryCtxRetain(&ctx[0], 0));
+    CHECK_CU(cuDevicePrimaryCtxRetain(&ctx[1], 1));
+    CHECK_CU(cuCtxSetCurrent(ctx[1]));
+    CHECK_CU(cuMemAlloc(&a1, 1 << 16));
+    CHECK_CU(cuCtxSetCurrent(ctx[0]));
+    CHECK_CU(cuMemAlloc(&a0, 1 << 16));
+    CHECK_CU(cuMemAlloc(&b0, 1 << 16));
+    memset(host, 7, sizeof host);
+
+    int rc;
+    if (strcmp(sc, "paths") == 0) {
+        rc = scenario_paths();
+    } else if (strncmp(sc, "fork", 4) == 0) {
+        rc = scenario_fork(sc);
+    } else if (strcmp(sc, "exec") == 0 || strcmp(sc, "exec_fail") == 0 ||
+               strcmp(sc, "exec_self") == 0 || strcmp(sc, "exec_child") == 0) {
+        rc = scenario_exec(sc);
+    } else if (strcmp(sc, "bounce") == 0) {
+        rc = scenario_bounce();
+    } else if (strcmp(sc, "relay") == 0) {
+        rc = relay_copies() != 0 ? 1 : 0;
+    } else if (strcmp(sc, "lots") == 0 || strcmp(sc, "many") == 0) {
+        rc = scenario_lots_or_many(sc);
     } else {
         fprintf(stderr, "rec_probe: unknown scenario %s\n", sc);
         return 2;
     }
+    if (rc)
+        return rc;
     struct standin_stats s;
     standin_get_stats(&s);
     printf("staged=%llu peer=%llu\n", (unsigned long long)s.staged_copies,

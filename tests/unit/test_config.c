@@ -338,8 +338,14 @@ static void test_bad_values(void)
         CHECK(strchr(lines[0], '\n') == NULL);
     }
 
-    /* A bad value keeps the default, not an earlier good one, and each bad
-     * variable warns once: one per variable, none for the good ones. */
+}
+
+/* A bad value keeps the default, not an earlier good one, and each bad
+ * variable warns once: one per variable, none for the good ones; the
+ * warning line is short and clean. */
+static void test_bad_values_warn_once(void)
+{
+    struct p2pshim_config cfg;
     CHECK(parse(&cfg, "P2PSHIM_MODE=x", "P2PSHIM_LOG=y", "P2PSHIM_MIN_BYTES=z",
                 "P2PSHIM_DUMP_CONFIG=w", "P2PSHIM_PAIRS=v", "P2PSHIM_LOG_FILE=ok",
                 NULL) == 5);
@@ -551,6 +557,13 @@ static void test_pairs(void)
     CHECK(pairs("! 0:1", m));
     CHECK(!m[0][1]);
 
+}
+
+/* Exclusions after the named pairs; words; no entries; the diagonal. */
+static void test_pairs_order_and_words(void)
+{
+    bool m[P2PSHIM_MAX_DEVICES][P2PSHIM_MAX_DEVICES];
+
     /* Exclusions apply after the named pairs, wherever they are written. */
     CHECK(pairs("0-*,!0:2", m));
     CHECK_STR(small(m), "0:1 0:3 1:0 2:0 3:0");
@@ -589,7 +602,13 @@ static void test_pairs(void)
     CHECK(pairs("3:3", m));
     CHECK(count_allowed(m) == 0 && m[3][3]);
 
-    /* Malformed: rejected, the matrix left untouched. */
+}
+
+/* Malformed: rejected, the matrix left untouched, the error said. */
+static void test_pairs_malformed(void)
+{
+    bool m[P2PSHIM_MAX_DEVICES][P2PSHIM_MAX_DEVICES];
+
     static const char *const bad[] = {
         "32:0",  "0:32",  "0-99999999999999999999", "100:1", "0",  "*:",
         ":1",    "0:",    "0:1,",      ",0:1",  "0:1,,1:0", "0;1", "0:1:2",
@@ -755,7 +774,13 @@ static void test_dump(void)
         round_trip(&cfg, specs[i].dumped);
     }
 
-    /* Byte counts written back with the largest exact unit. */
+}
+
+/* Byte counts written back with the largest exact unit; a pairs line too
+ * long for one line is cut. */
+static void test_dump_bytes_and_long_pairs(void)
+{
+    struct p2pshim_config cfg;
     static const struct {
         const char *env, *line;
     } bytes[] = {
@@ -996,11 +1021,15 @@ int main(void)
     test_pool_relay();
     test_trust_values();
     test_bad_values();
+    test_bad_values_warn_once();
     test_names();
     test_bytes();
     test_pairs();
+    test_pairs_order_and_words();
+    test_pairs_malformed();
     test_log_file_names();
     test_dump();
+    test_dump_bytes_and_long_pairs();
 
     char path[600];
     test_log_before_open();

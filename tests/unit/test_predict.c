@@ -156,6 +156,55 @@ static void filter_property(void)
 #define SKIP PREDICT_SKIPPED
 #define EAGER PREDICT_EAGER
 
+/* The backoff doubles up to its cap, and the state counts right. */
+static void backoff_capped(void)
+{
+    struct predict_table t;
+    predict_init(&t);
+    struct predict_pair p = predict_pair_of(H1, MB, S1);
+    unsigned b = 0, prev = 0;
+    for (int i = 0; i < 12; i++) {
+        b = predict_outcome(&t, &p, false);
+        if (b != (prev ? (2 * prev > PREDICT_BACKOFF_MAX ? PREDICT_BACKOFF_MAX : 2 * prev) : 1)) {
+            printf("FAIL cap: backoff %u after %u\n", b, prev);
+            failures++;
+        }
+        prev = b;
+    }
+    unsigned skipped = 0;
+    while (predict_query(&t, &p) == PREDICT_SKIPPED)
+        skipped++;
+    const struct predict_entry *h = predict_lookup(&t, &p.host);
+    if (b != PREDICT_BACKOFF_MAX || skipped != PREDICT_BACKOFF_MAX || h == NULL ||
+        h->skip != 0 || h->evidence || h->backoff != PREDICT_BACKOFF_MAX) {
+        printf("FAIL cap: backoff %u, %u skipped\n", b, skipped);
+        failures++;
+    }
+}
+
+/* LRU: more keys than the table holds; the table stays consistent. */
+static void lru_consistent(void)
+{
+    struct predict_table t;
+    predict_init(&t);
+    for (uintptr_t i = 0; i < 3 * PREDICT_KEYS; i++) {
+        predict_remember(&t, H1 + i * MB, MB, S1 + i * MB, 0);
+        size_t ov;
+        bool seen, armed;
+        predict_h2d(&t, H1 + i * MB, MB, &ov, &seen, &armed);
+    }
+    if (t.armed != PREDICT_KEYS || t.live_d2h != PREDICT_D2H) {
+        printf("FAIL lru: %u armed, %u remembered\n", t.armed, t.live_d2h);
+        failures++;
+    }
+    struct predict_pair newest = predict_pair_of(H1 + (3 * PREDICT_KEYS - 1) * MB, MB,
+                                                 S1 + (3 * PREDICT_KEYS - 1) * MB);
+    if (predict_query(&t, &newest) != PREDICT_YES) {
+        printf("FAIL lru: the newest key lost\n");
+        failures++;
+    }
+}
+
 int main(void)
 {
     /* A staging loop: predicted from round 2 on. */
@@ -217,46 +266,8 @@ int main(void)
         {D2H, H2, MB, S2, SKIP},   {END, 0, 0, 0, 0}};
     run("readers", readers);
 
-    /* The backoff doubles up to its cap, and the state counts right. */
-    struct predict_table t;
-    predict_init(&t);
-    struct predict_pair p = predict_pair_of(H1, MB, S1);
-    unsigned b = 0, prev = 0;
-    for (int i = 0; i < 12; i++) {
-        b = predict_outcome(&t, &p, false);
-        if (b != (prev ? (2 * prev > PREDICT_BACKOFF_MAX ? PREDICT_BACKOFF_MAX : 2 * prev) : 1)) {
-            printf("FAIL cap: backoff %u after %u\n", b, prev);
-            failures++;
-        }
-        prev = b;
-    }
-    unsigned skipped = 0;
-    while (predict_query(&t, &p) == PREDICT_SKIPPED)
-        skipped++;
-    const struct predict_entry *h = predict_lookup(&t, &p.host);
-    if (b != PREDICT_BACKOFF_MAX || skipped != PREDICT_BACKOFF_MAX || h == NULL ||
-        h->skip != 0 || h->evidence || h->backoff != PREDICT_BACKOFF_MAX) {
-        printf("FAIL cap: backoff %u, %u skipped\n", b, skipped);
-        failures++;
-    }
-    /* LRU: more keys than the table holds; the table stays consistent. */
-    predict_init(&t);
-    for (uintptr_t i = 0; i < 3 * PREDICT_KEYS; i++) {
-        predict_remember(&t, H1 + i * MB, MB, S1 + i * MB, 0);
-        size_t ov;
-        bool seen, armed;
-        predict_h2d(&t, H1 + i * MB, MB, &ov, &seen, &armed);
-    }
-    if (t.armed != PREDICT_KEYS || t.live_d2h != PREDICT_D2H) {
-        printf("FAIL lru: %u armed, %u remembered\n", t.armed, t.live_d2h);
-        failures++;
-    }
-    struct predict_pair newest = predict_pair_of(H1 + (3 * PREDICT_KEYS - 1) * MB, MB,
-                                                 S1 + (3 * PREDICT_KEYS - 1) * MB);
-    if (predict_query(&t, &newest) != PREDICT_YES) {
-        printf("FAIL lru: the newest key lost\n");
-        failures++;
-    }
+    backoff_capped();
+    lru_consistent();
     filter_property();
     printf("%s\n", failures ? "test_predict: FAILED" : "test_predict: ok");
     return failures != 0;
