@@ -3,7 +3,9 @@
 # between host and device made with cold caches (coldcopy.c says when
 # programs make those), counted by a cache simulator (valgrind's
 # callgrind) against the stand-in driver: per copy, the data lines read
-# and written from memory and the instructions, with the shim minus
+# and written from memory, the lines of code fetched from memory (the
+# simulated instruction cache is made tiny, so that no code stays in it
+# from one copy to the next) and the instructions, with the shim minus
 # without it, for a D2H below the bounce minimum (16 KiB), for bounce
 # candidates (1 MiB D2H, pinned and pageable host memory) and for a 1 MiB
 # upload from pinned memory. Deterministic, unlike a timing: each line is a
@@ -22,15 +24,15 @@ done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# totals PRELOAD BYTES HOST [DIRECTION]: "Ir DLmr DLmw" over the collected calls.
+# totals PRELOAD BYTES HOST [DIRECTION]: "Ir ILmr DLmr DLmw" over the collected calls.
 totals() {
     LD_LIBRARY_PATH=$build/standin-lib LD_PRELOAD=$1 valgrind --tool=callgrind \
-        --cache-sim=yes --I1=32768,8,64 --D1=32768,8,64 --LL=2097152,16,64 \
+        --cache-sim=yes --I1=1024,2,64 --D1=32768,8,64 --LL=2097152,16,64 \
         --collect-atstart=no --toggle-collect=cold_copy --callgrind-out-file="$tmp/out" \
         "$prog" --bytes "$2" --host "$3" ${4:+--to-device} --reps $reps >"$tmp/log" 2>&1 ||
         { echo "coldlines: coldcopy failed:"; tail -3 "$tmp/log"; exit 1; }
     callgrind_annotate "$tmp/out" | sed 's/([^)]*)//g; s/,//g' |
-        awk '/PROGRAM TOTALS/ { print $1, $8, $9 }'
+        awk '/PROGRAM TOTALS/ { print $1, $7, $8, $9 }'
 }
 
 echo "coldlines: added by the shim per copy ($reps copies, caches emptied before each)"
@@ -40,7 +42,7 @@ for case in "16384 pinned" "1048576 pinned" "1048576 pageable" "1048576 pinned h
     base=$(totals "" "$1" "$2" "${3:-}")
     with=$(totals "$(realpath "$shim")" "$1" "$2" "${3:-}")
     echo "$base $with" | awk -v b="$1" -v h="$2" -v d="${3:-d2h}" -v n=$reps '{
-        printf "  %s %8d B %-8s %6.1f data lines (%4.1f read, %4.1f written) %7.0f instructions\n",
-               toupper(d), b, h, ($5 + $6 - $2 - $3) / n, ($5 - $2) / n, ($6 - $3) / n,
-               ($4 - $1) / n }'
+        printf "  %s %8d B %-8s %6.1f data lines (%4.1f read, %4.1f written) %6.1f code lines %6.0f instructions\n",
+               toupper(d), b, h, ($7 + $8 - $3 - $4) / n, ($7 - $3) / n, ($8 - $4) / n,
+               ($6 - $2) / n, ($5 - $1) / n }'
 done
