@@ -7,7 +7,14 @@ the line of its closing brace, both counted; the scan is check_layers.py's
 (comments and strings removed, a definition is `name ( ... ) {` at the top
 level). A file's length is its number of lines.
 
-Usage: check_size.py [--function-lines=N] [--file-lines=N] DIR...
+Usage: check_size.py [--function-lines=N] [--file-lines=N] [--exclude=DIR]... DIR...
+
+Every .c file under each DIR is read, folders below included. --exclude=DIR
+(repeatable) skips DIR and everything under it: for a fixture kept over the
+limits on purpose. It names a folder as the DIRs do (relative to the
+current directory or absolute), and must exist: a misspelt exclude is a
+usage error, not a silent no-op; so is an option it does not know (as
+`--exclude DIR`, without the "=").
 Exit status: 0 when every file and function is within the limits, 1 when
 one is not (listed on stderr, longest first), 2 on bad usage.
 """
@@ -67,17 +74,29 @@ def option(argv, name, default):
     return default
 
 
+def excluded_dirs(argv):
+    """The real paths of the --exclude=DIR options."""
+    return {os.path.realpath(a[len("--exclude="):])
+            for a in argv if a.startswith("--exclude=")}
+
+
 def main(argv):
     dirs = [a for a in argv[1:] if not a.startswith("--")]
-    if not dirs or not all(os.path.isdir(d) for d in dirs):
-        print("usage: check_size.py [--function-lines=N] [--file-lines=N] DIR...",
-              file=sys.stderr)
+    skip = excluded_dirs(argv[1:])
+    known = ("--function-lines=", "--file-lines=", "--exclude=")
+    unknown = [a for a in argv[1:] if a.startswith("--") and not a.startswith(known)]
+    if unknown or not dirs or not all(os.path.isdir(d) for d in dirs + list(skip)):
+        print("usage: check_size.py [--function-lines=N] [--file-lines=N] "
+              "[--exclude=DIR]... DIR...", file=sys.stderr)
         return 2
     fn_max = option(argv, "--function-lines", 80)
     file_max = option(argv, "--file-lines", 500)
     over, nfiles, nfuncs = [], 0, 0
     for d in dirs:
-        for dirpath, _, files in os.walk(d):
+        for dirpath, subdirs, files in os.walk(d):
+            if os.path.realpath(dirpath) in skip:
+                subdirs[:] = []
+                continue
             for f in sorted(files):
                 if not f.endswith(".c"):
                     continue
