@@ -97,7 +97,7 @@ def main(argv):
                 # Each round runs every arm once, back to back: paired, the
                 # machine's drift from round to round cancels.
                 ratio += "  paired %.3f" % statistics.median(pairs)
-            print("%-10s %s median %.3f%s" % (name, " ".join("%.2f" % x for x in v), med, ratio))
+            print("%-10s %s median %.4g%s" % (name, " ".join("%.4g" % x for x in v), med, ratio))
     for name, _ in arms:
         if rounds[name]:
             per = [statistics.median(r[i] for r in rounds[name])
