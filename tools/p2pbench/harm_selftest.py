@@ -189,6 +189,9 @@ def check_summary():
     expect("worst ratio line", worst and worst[0].startswith("FAIL") and "1.686" in worst[0],
            True)
     expect("bytes line", out[-1].split()[:3] == ["FAIL", "every", "byte"], True)
+    aa_row = [l for l in out if " pinned_write " in l]
+    expect("A/A pooled on the row line", aa_row and "A/A spread" in aa_row[0] and
+           ", pooled 1.000" in aa_row[0] and "A/A differs" not in aa_row[0], True)
     row = [l for l in out if " pinned_write " in l]
     expect("pooled row line", row and row[0].startswith("ok") and "pooled 1.016" in row[0]
            and "over 2" in row[0], True)

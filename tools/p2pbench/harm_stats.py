@@ -91,7 +91,8 @@ def aggregate(lines):
         ratio = math.exp(statistics.median(paired)) if paired else None
         m = {"cudart": cudart, "row": row, "bytes": nbytes, "metric": metric,
              "values": e["values"], "median": med, "bytes_ok": e["bytes_ok"],
-             "paired_logs": paired, "ratio": ratio, "speedup": 1 / ratio if ratio else None,
+             "paired_logs": paired, "aa_logs": aa, "ratio": ratio,
+             "speedup": 1 / ratio if ratio else None,
              "aa": math.exp(statistics.median(aa)) if aa else None,
              "target": target(row, metric, nbytes), "ratio_ci": ratio_interval([paired], rng)}
         m["verdict"] = judge(m)
@@ -159,14 +160,17 @@ def judge(m):
     return "noise" if ci and _meets(_best_case(figure, ci), op, limit) else "FAIL"
 
 
-def pooled(ms, rng=None):
+def pooled(ms, rng=None, logs="paired_logs"):
     """A row's figure over its measurements (sizes, builds) that have a ratio
-    target: (geometric mean of their ratios, its interval, count), or None."""
-    cells = [m for m in ms if m["target"] and m["target"][0] == "ratio" and m["ratio"]]
+    target: (geometric mean of their ratios, its interval, count), or None.
+    logs="aa_logs": the same for the A/A pair, whose interval should hold
+    1.0; when it does not, the intervals of this row are too narrow (its
+    cycles are not alike enough for the bootstrap) and say so."""
+    cells = [m for m in ms if m["target"] and m["target"][0] == "ratio" and m.get(logs)]
     if not cells:
         return None
-    gmean = math.exp(sum(math.log(m["ratio"]) for m in cells) / len(cells))
-    ci = ratio_interval([m["paired_logs"] for m in cells], rng or random.Random(20261201))
+    gmean = math.exp(sum(statistics.median(m[logs]) for m in cells) / len(cells))
+    ci = ratio_interval([m[logs] for m in cells], rng or random.Random(20261201))
     return gmean, ci, len(cells)
 
 
@@ -301,13 +305,19 @@ def summary(measures, helds, nlines):
         w = (max if figure == "ratio" else min)(have, key=lambda m: m[figure])
         t = w["target"]
         first = first_round.get((w["cudart"], row, w["bytes"]))
-        out.append("%-5s %-34s %-9s %sworst %s %s%s (%s %s)  A/A spread <= %s%s%s" % (
+        aa_pool = pooled(ms, logs="aa_logs") if pool and pool[2] > 1 else None
+        aa_text = ""
+        if aa_pool:
+            aa_text = ", pooled %s%s" % (_num(aa_pool[0]), _interval(aa_pool[1], "ratio"))
+            if aa_pool[1] and not aa_pool[1][0] <= 1.0 <= aa_pool[1][1]:
+                aa_text += " (A/A differs too: intervals too narrow here)"
+        out.append("%-5s %-34s %-9s %sworst %s %s%s (%s %s)  A/A spread <= %s%s%s%s" % (
             verdict, row, metric,
             "pooled %s%s over %d, " % (_num(pool[0]), _interval(pool[1], "ratio"), pool[2])
             if pool and pool[2] > 1 else "",
             figure, _num(w[figure], "%.3f" if figure == "ratio" else "%.1fx"),
             _interval(w.get("ratio_ci"), figure), w["cudart"], _size(w["bytes"]),
-            _num(max(aas) * 100 if aas else None, "%.1f %%"),
+            _num(max(aas) * 100 if aas else None, "%.1f %%"), aa_text,
             "  [target %s %s %g]" % t if t else "",
             "  round 1: %s" % _num(first["speedup"], "%.2fx") if first else ""))
     judged = [h for h in helds if h["verdict"] != "-"]
