@@ -5,10 +5,13 @@
 
 _Static_assert(PREDICT_D2H == 64, "live_mask has a bit per remembered D2H slot");
 
-/* Each live slot's index, lowest first (the order of the array). */
+/* A loop over the live slots' indices i, lowest first (the order of the
+ * array): a copy of the mask loses its lowest bit each turn, so the body
+ * may forget slots (clear their bits) as it goes; break and continue work
+ * as in any for loop. */
 #define FOR_LIVE_SLOT(i, t)                                                   \
-    for (uint64_t m_ = (t)->live_mask, i = 0; m_ != 0 && ((i = (uint64_t)__builtin_ctzll(m_)), 1); \
-         m_ &= m_ - 1)
+    for (uint64_t m_ = (t)->live_mask, i = 0;                                 \
+         m_ != 0 && ((i = (uint64_t)__builtin_ctzll(m_)), true); m_ &= m_ - 1)
 
 void predict_init(struct predict_table *t)
 {
