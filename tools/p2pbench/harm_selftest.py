@@ -189,6 +189,11 @@ def check_summary():
     expect("worst ratio line", worst and worst[0].startswith("FAIL") and "1.686" in worst[0],
            True)
     expect("bytes line", out[-1].split()[:3] == ["FAIL", "every", "byte"], True)
+    loops = [l for l in lines if l["row"].startswith("bounce.")]
+    only = harm_stats.summary(harm_stats.aggregate(loops), harm_stats.held(loops), len(loops))
+    expect("loops alone: nothing held to judge, not a failure",
+           [l for l in only if "held at exit" in l],
+           ["-     held at exit: no row that never bounces ran"])
     aa_row = [l for l in out if " pinned_write " in l]
     expect("A/A pooled on the row line", aa_row and "A/A spread" in aa_row[0] and
            ", pooled 1.000" in aa_row[0] and "A/A differs" not in aa_row[0], True)

@@ -322,9 +322,12 @@ def summary(measures, helds, nlines):
             "  round 1: %s" % _num(first["speedup"], "%.2fx") if first else ""))
     judged = [h for h in helds if h["verdict"] != "-"]
     bad = [h for h in judged if h["verdict"] != "ok"]
-    out.append("%-5s held at exit, rows that never bounce: free device memory equal and no "
-               "userfaultfd range in %d of %d" % ("ok" if judged and not bad else "FAIL",
-                                                   len(judged) - len(bad), len(judged)))
+    if judged:
+        out.append("%-5s held at exit, rows that never bounce: free device memory equal and "
+                   "no userfaultfd range in %d of %d" % ("FAIL" if bad else "ok",
+                                                          len(judged) - len(bad), len(judged)))
+    else:
+        out.append("-     held at exit: no row that never bounces ran")
     wrong = [m for m in measures if not m["bytes_ok"]]
     out.append("%-5s every byte equal to the source (%d result lines)" % (
         "ok" if not wrong else "FAIL", nlines))
