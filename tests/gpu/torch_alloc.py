@@ -16,35 +16,18 @@ GPU. With one GPU the cross-GPU copies are left out (and said so).
 """
 import os
 import sys
-import time
 
-from torch_common import exact_sum, sha256, skip as skip_test
+from torch_common import exact_sum, import_torch, sha256, timed as timed_step
 
 SEED = 20261201
 SIZES = (1 << 10, 1 << 20, 3 << 20, 16 << 20, 64 << 20)  # int32 elements
 
 
-def skip(why):
-    skip_test("torch_alloc", why)
-
-
-try:
-    import torch
-except Exception as e:  # ImportError, or a broken install
-    skip("torch not importable (%s)" % e.__class__.__name__)
-
-if not torch.cuda.is_available() or torch.cuda.device_count() < 1:
-    skip("no CUDA device")
+torch = import_torch("torch_alloc", 1, "no CUDA device")
 
 
 def timed(label, fn):
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    out = fn()
-    torch.cuda.synchronize()
-    print("torch_alloc: %-28s %.3f ms" % (label, (time.perf_counter() - t0) * 1e3),
-          file=sys.stderr)
-    return out
+    return timed_step("torch_alloc", label, fn)
 
 
 def main():

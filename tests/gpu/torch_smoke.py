@@ -9,37 +9,18 @@ Timings go to stderr, for the eye. Exit: 0 done and every copy equal to the
 source, 1 a mismatch, 77 no torch or fewer than two GPUs.
 """
 import sys
-import time
 
-from torch_common import exact_sum, sha256, skip as skip_test
+from torch_common import exact_sum, import_torch, sha256, timed as timed_step
 
 NUMEL = 64 << 20            # int32 elements: 256 MiB
 SEED = 20240611
 
 
-def skip(why):
-    skip_test("torch_smoke", why)
-
-
-try:
-    import torch
-except Exception as e:  # ImportError, or a broken install
-    skip("torch not importable (%s)" % e.__class__.__name__)
-
-if not torch.cuda.is_available() or torch.cuda.device_count() < 2:
-    skip("fewer than two CUDA devices")
+torch = import_torch("torch_smoke", 2, "fewer than two CUDA devices")
 
 
 def timed(label, fn):
-    torch.cuda.synchronize(0)
-    torch.cuda.synchronize(1)
-    t0 = time.perf_counter()
-    out = fn()
-    torch.cuda.synchronize(0)
-    torch.cuda.synchronize(1)
-    print("torch_smoke: %-22s %.3f ms" % (label, (time.perf_counter() - t0) * 1e3),
-          file=sys.stderr)
-    return out
+    return timed_step("torch_smoke", label, fn)
 
 
 def main():
