@@ -23,25 +23,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cuda.h>
+
+#include "bench_clock.h"
 
 #define EVICT_BYTES ((size_t)64 << 20)
 #define MAX_REPS 10001
 
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /* The measured call, in a function of its own so that a cache simulator
  * can collect inside it alone (callgrind --toggle-collect=cold_copy). */
@@ -109,9 +98,9 @@ int main(int argc, char **argv)
         memset(host, to_device ? want : 0, n);
         if (!warm)
             evict(junk);
-        double t0 = now_ns();
+        double t0 = bench_now_ns();
         CUresult rc = cold_copy(host, dev, n, to_device);
-        t[r] = now_ns() - t0;
+        t[r] = bench_now_ns() - t0;
         uint8_t last = 0;
         if (rc != CUDA_SUCCESS ||
             (to_device ? cuMemcpyDtoH_v2(&last, dev + n - 1, 1) : (last = ((uint8_t *)host)[n - 1],
@@ -123,7 +112,7 @@ int main(int argc, char **argv)
         else
             free(host);
     }
-    qsort(t, (size_t)reps, sizeof t[0], cmp);
+    qsort(t, (size_t)reps, sizeof t[0], bench_cmp_double);
     printf("coldcopy %s %zu B %s %s: median %.0f ns, quartiles %.0f-%.0f (%d reps)\n",
            to_device ? "H2D" : "D2H", n, pinned ? "pinned" : "pageable", warm ? "warm" : "cold",
            t[reps / 2], t[reps / 4],

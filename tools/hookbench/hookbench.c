@@ -8,26 +8,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 
+#include "bench_clock.h"
+
 #define BATCHES 31
 #define PER_BATCH 2000
 
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 #define CHECK(call)                                                           \
     do {                                                                      \
@@ -48,7 +37,7 @@ static void run(const char *what, int kind)
 {
     double per_call[BATCHES];
     for (int b = 0; b < BATCHES; b++) {
-        double t0 = now_ns();
+        double t0 = bench_now_ns();
         for (int i = 0; i < PER_BATCH; i++) {
             if (kind == 0)
                 CHECK(cuMemcpyDtoDAsync_v2(b0, a0, 4, NULL));
@@ -65,11 +54,11 @@ static void run(const char *what, int kind)
             else
                 CHECK(cuMemcpyDtoH_v2(pinned_1m, a0, BIG));
         }
-        double t1 = now_ns();
+        double t1 = bench_now_ns();
         CHECK(cuStreamSynchronize(NULL)); /* the stand-in queues async work */
         per_call[b] = (t1 - t0) / PER_BATCH;
     }
-    qsort(per_call, BATCHES, sizeof per_call[0], cmp);
+    qsort(per_call, BATCHES, sizeof per_call[0], bench_cmp_double);
     printf("%-34s %8.1f ns/call (median of %d x %d)\n", what, per_call[BATCHES / 2], BATCHES,
            PER_BATCH);
 }
@@ -95,15 +84,15 @@ static void run_free(const char *what, int threads)
     double per_pair[BATCHES];
     pthread_t t[FREE_THREADS_MAX];
     for (int b = 0; b < BATCHES; b++) {
-        double t0 = now_ns();
+        double t0 = bench_now_ns();
         for (int i = 0; i < threads; i++)
             if (pthread_create(&t[i], NULL, malloc_free_loop, NULL) != 0)
                 exit(1);
         for (int i = 0; i < threads; i++)
             pthread_join(t[i], NULL);
-        per_pair[b] = (now_ns() - t0) / (PER_BATCH * 4.0 * threads);
+        per_pair[b] = (bench_now_ns() - t0) / (PER_BATCH * 4.0 * threads);
     }
-    qsort(per_pair, BATCHES, sizeof per_pair[0], cmp);
+    qsort(per_pair, BATCHES, sizeof per_pair[0], bench_cmp_double);
     printf("%-34s %8.1f ns/pair (median of %d batches, %d thread%s)\n", what,
            per_pair[BATCHES / 2], BATCHES, threads, threads > 1 ? "s" : "");
 }
