@@ -121,11 +121,7 @@ static size_t free_on(CUcontext c)
  * nacc devices of acc. */
 static CUdeviceptr map_on(int d, size_t gran, const CUmemAccessDesc *acc, int nacc)
 {
-    CUmemAllocationProp prop;
-    memset(&prop, 0, sizeof prop);
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = d;
+    CUmemAllocationProp prop = pl_device_prop(d);
     CUmemGenericAllocationHandle h;
     CUdeviceptr va = 0;
     pl_use(env.ctx[d]);
@@ -135,18 +131,6 @@ static CUdeviceptr map_on(int d, size_t gran, const CUmemAccessDesc *acc, int na
     PL_OK(cuMemRelease(h));
     PL_OK(cuMemSetAccess(va, gran, acc, (size_t)nacc));
     return va;
-}
-
-/* The mapping size: the driver's granularity, at least N. */
-static size_t map_size(void)
-{
-    CUmemAllocationProp prop;
-    memset(&prop, 0, sizeof prop);
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    size_t gran = 0;
-    PL_OK(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
-    return gran < N ? (N + gran - 1) / gran * gran : gran;
 }
 
 /* Mapped memory on devices 0 and 1, each granted to its owner only. Round
@@ -159,7 +143,7 @@ static uint64_t mapped(uint64_t enables)
 {
     CUcontext c0 = env.ctx[0], c1 = env.ctx[1];
     CUdeviceptr d1 = pl_alloc(c1, N);
-    size_t gran = map_size();
+    size_t gran = pl_vmm_round(0, N); /* the mapping size */
     size_t free0 = free_on(c0), free1 = free_on(c1);
     CUdeviceptr va[2] = {0, 0};
     for (int d = 0; d < 2; d++) {
@@ -238,7 +222,7 @@ static uint64_t mapped(uint64_t enables)
  * address reserved, nothing mapped but the program's own). */
 static void mapped_granted(void)
 {
-    size_t gran = map_size();
+    size_t gran = pl_vmm_round(0, N); /* the mapping size */
     CUmemAccessDesc acc[2];
     memset(acc, 0, sizeof acc);
     for (int d = 0; d < 2; d++) {
