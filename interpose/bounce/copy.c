@@ -368,7 +368,9 @@ bool bounce_d2h(const struct copy_call *call, bool sync, void *host, CUdeviceptr
     *rc = CUDA_SUCCESS;
     bool done = lazy ? lazy_d2h(call, sync, h, dev, bytes, src.device, ctx, handed)
                      : eager_d2h(call, sync, h, dev, bytes, src.device, ctx, dma, handed, rc);
-    if (!done)
-        atomic_fetch_add(&bst_fallbacks, 1);
+    if (!done) {
+        struct predict_pair keys = predict_pair_of(h, bytes, (uintptr_t)dev);
+        evidence_fallback(&keys);
+    }
     return done;
 }

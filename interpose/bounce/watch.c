@@ -149,6 +149,17 @@ void evidence_outcome(const struct predict_pair *keys, bool useful)
                   keys->host.bytes, (unsigned long)keys->host.addr, backoff);
 }
 
+void evidence_fallback(const struct predict_pair *keys)
+{
+    pthread_mutex_lock(&watch_mu);
+    unsigned backoff = predict_outcome(&table, keys, false);
+    mirror();
+    pthread_mutex_unlock(&watch_mu);
+    atomic_fetch_add_explicit(&bst_fallbacks, 1, memory_order_relaxed);
+    LOG_DEBUG("bounce: no snapshot could be set up for %zu bytes at %#lx; its keys skip %u "
+              "D2H(s)", keys->host.bytes, (unsigned long)keys->host.addr, backoff);
+}
+
 void evidence_readers(const struct predict_pair *keys)
 {
     pthread_mutex_lock(&watch_mu);

@@ -25,6 +25,12 @@ void evidence_h2d(const void *host, size_t bytes);
 bool evidence_h2d_inside(const void *host, size_t bytes, uintptr_t *lo, size_t *len);
 /* A snapshot's outcome (s->judged set by the caller). */
 void evidence_outcome(const struct predict_pair *keys, bool useful);
+/* A predicted D2H whose snapshot could not be set up (memory that refuses
+ * userfaultfd or write-protection, no device memory, a refused copy): its
+ * keys back off as after a wasted snapshot, so that a buffer which can
+ * never be bounced pays the failed set-up in 1 of 2^k rounds, not in
+ * every round. Counted as a fallback, not as wasted. */
+void evidence_fallback(const struct predict_pair *keys);
 /* A lazy snapshot the CPU read first served its H2D anyway (predict.h's
  * predict_readers): its host key turns eager. */
 void evidence_readers(const struct predict_pair *keys);

@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/mman.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "bounce_life.h"
@@ -187,6 +189,53 @@ static void case_unusual(void)
     munmap(h, n);
 }
 
+/* 16 staging rounds over h, every round's bytes checked. */
+static void refused_loop(unsigned char *h, size_t n, const char *kind, unsigned seed)
+{
+    bt_prime(h, src0, dst1, n);
+    for (int r = 0; r < 16; r++) {
+        char what[64];
+        snprintf(what, sizeof what, "refused %s, round %d", kind, r + 1);
+        d2h_only(h, n, seed + (unsigned)r);
+        memcpy(want, pat, n);
+        h2d_check(h, n, what);
+    }
+}
+
+/* Staging loops over memory no snapshot can be set up in: pageable shared
+ * memory (never lazy), and registered memory mapped from a file (its eager
+ * snapshot needs write-protection, which the kernel gives only anonymous,
+ * shared-memory and hugetlbfs mappings; the file lies in the working
+ * directory, skipped where that is a tmpfs). Bytes right in every round;
+ * the exit summary's fallbacks show whether the failed set-ups back off
+ * (CMakeLists: bounce.refused.summary). */
+static void case_refused(void)
+{
+    size_t n = N;
+    unsigned char *h = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    PL_EXPECT(h != MAP_FAILED, "mmap");
+    refused_loop(h, n, "pageable shared", 600);
+    munmap(h, n);
+    char path[] = "bounce-refused-XXXXXX";
+    int fd = mkstemp(path);
+    struct statfs fs;
+    if (fd < 0 || fstatfs(fd, &fs) != 0 || fs.f_type == TMPFS_MAGIC ||
+        ftruncate(fd, (off_t)n) != 0) {
+        printf("refused registered file: skipped (no file off tmpfs)\n");
+    } else {
+        h = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        PL_EXPECT(h != MAP_FAILED, "mmap of %s", path);
+        PL_OK(cuMemHostRegister_v2(h, n, 0));
+        refused_loop(h, n, "registered file", 620);
+        PL_OK(cuMemHostUnregister(h));
+        munmap(h, n);
+    }
+    if (fd >= 0) {
+        close(fd);
+        unlink(path);
+    }
+}
+
 /* Pinned and registered memory: eager only where asked for (P2PSHIM_BOUNCE
  * lazy or eager); the bytes are right either way, a CPU write included. */
 static void case_pinned(void)
@@ -313,7 +362,7 @@ static const struct {
     {"oom", case_oom},
     {"realloc", case_realloc}, {"free", case_free},       {"dontneed", case_dontneed},
     {"unusual", case_unusual}, {"pinned", case_pinned},   {"threads", case_threads},
-    {"budget", case_budget},
+    {"budget", case_budget},   {"refused", case_refused},
 };
 
 int main(int argc, char **argv)
