@@ -60,7 +60,7 @@ def parse_args(argv):
     p.add_argument("--bounce-cudart", default="static", help="builds for the loops")
     p.add_argument("--rows", default=",".join(HARM_ROWS) + ",bounce,torch",
                    help="groups to run: harmbench rows, bounce, torch (or only "
-                   "torch.harm, torch.loops)")
+                   "torch.harm, torch.train, torch.loops)")
     p.add_argument("--procs", type=int, help="processes per arm, rows that never bounce "
                    "(default 5)")
     p.add_argument("--bounce-procs", type=int, help="processes per arm, loops (default 3)")
@@ -114,6 +114,8 @@ def groups_for(a, ndev, torch_devices):
     if torch_devices and ("torch" in rows or "torch.harm" in rows):
         out.append(("torch harm", "torch", a.torch_procs, script + ["--rows",
                                                                    "cpu_sum,pinned_copy"]))
+    if torch_devices and ("torch" in rows or "torch.train" in rows):
+        out.append(("torch train", "torch", a.torch_procs, script + ["--rows", "train"]))
     if torch_devices and ("torch" in rows or "torch.loops" in rows):
         loops = "cpu_read_cuda,cpu_cuda" + (",cpu_to1" if torch_devices >= 2 else "")
         out.append(("torch loops", "torch", a.torch_procs, script + ["--rows", loops]))

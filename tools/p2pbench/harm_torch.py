@@ -12,6 +12,9 @@ Rows that never copy host bytes back to a GPU:
   cpu_sum      x.cpu().sum() (a fresh pageable tensor, read by the CPU), ms;
                copy_ms: the x.cpu() part alone (medians of 7)
   pinned_copy  pinned.copy_(x) into one pinned tensor, 64 MiB, 10 times, ms
+  train        a small classifier trained as the tutorials write it (a
+               DataLoader with workers and pinned batches, loss.item() each
+               step, predictions back with .cpu()): harm_train.py
 Loops (first_ms: round 1, steady_ms: median of rounds 2..N), run in the
 order given, each on its own source tensor (all kept alive, so none
 reuses another's device memory):
@@ -31,7 +34,7 @@ import time
 
 SKIP = 77
 MIB = 1 << 20
-ROWS = ("cpu_sum", "pinned_copy", "cpu_read_cuda", "cpu_cuda", "cpu_to1")
+ROWS = ("cpu_sum", "pinned_copy", "train", "cpu_read_cuda", "cpu_cuda", "cpu_to1")
 
 
 def parse_args():
@@ -150,6 +153,7 @@ keep = []  # loop sources stay allocated: no loop reuses another's device memory
 RUNNERS = {
     "cpu_sum": row_cpu_sum,
     "pinned_copy": row_pinned_copy,
+    "train": lambda: __import__("harm_train").run(torch, emit),
     "cpu_read_cuda": lambda: loop("cpu_read_cuda", cpu_read_cuda,
                                   lambda x, r, want: r[0] == want and torch.equal(r[1], x)),
     "cpu_cuda": lambda: loop("cpu_cuda", lambda x: x.cpu().cuda(),
