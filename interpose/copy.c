@@ -243,7 +243,7 @@ static void watch_host_copy(CUdeviceptr dev, const void *host, size_t bytes, boo
 /* The one host<->device copy path, behind the explicit D2H/H2D wrappers
  * and the unified copies that turn out to be one: the bounce module may
  * replace the copy; in observe mode the watch sees it. */
-static struct copy_action host_copy(struct copy_call *call, CUdeviceptr device_ptr,
+P2PSHIM_HOT static struct copy_action host_copy(struct copy_call *call, CUdeviceptr device_ptr,
                                     const void *host_ptr, size_t bytes, bool to_device,
                                     bool sync)
 {
@@ -259,7 +259,7 @@ static struct copy_action host_copy(struct copy_call *call, CUdeviceptr device_p
 
 /* Counts a host<->device copy and writes its decision record (the bounce
  * action when the shim replaced it). */
-static void host_copy_note(struct copy_call *call, CUdeviceptr device_ptr,
+P2PSHIM_HOT static void host_copy_note(struct copy_call *call, CUdeviceptr device_ptr,
                            const void *host_ptr, size_t bytes, bool to_device, bool replaced)
 {
     if (!record_enabled()) {

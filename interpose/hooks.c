@@ -104,7 +104,7 @@ void *hook_real_entry(enum hook_id id)
     return hook_real(id);
 }
 
-void *hook_real(enum hook_id id)
+P2PSHIM_HOT void *hook_real(enum hook_id id)
 {
     void *fn = atomic_load_explicit(&real_fn[id], memory_order_acquire);
     if (fn != NULL)

@@ -5,6 +5,7 @@
 #include <stddef.h>
 
 #include "driver.h"
+#include "hot.h"
 
 static _Thread_local int resolving;
 
@@ -14,7 +15,7 @@ void *next_symbol(const char *name)
     return real_dlsym != NULL ? real_dlsym(RTLD_NEXT, name) : NULL;
 }
 
-void *next_symbol_cached(_Atomic(void *) *slot, const char *name)
+P2PSHIM_HOT void *next_symbol_cached(_Atomic(void *) *slot, const char *name)
 {
     void *fn = atomic_load_explicit(slot, memory_order_acquire);
     if (fn != NULL || resolving)

@@ -9,6 +9,8 @@
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 
+#include "hot.h"
+
 #define P2PSHIM_EXPORT __attribute__((visibility("default")))
 
 /* Special stream handles (cuda.h defines them as casts of 0x1 and 0x2). */

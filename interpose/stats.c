@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "hot.h"
 #include "log.h"
 
 struct pair_counters {
@@ -33,7 +34,7 @@ void stats_warm(void)
     atomic_fetch_add_explicit(&local_counts.copies, 0, memory_order_relaxed);
 }
 
-void stats_count(int src_dev, int dst_dev, enum route_reason reason, size_t bytes)
+P2PSHIM_HOT void stats_count(int src_dev, int dst_dev, enum route_reason reason, size_t bytes)
 {
     struct pair_counters *c = slot(src_dev, dst_dev, reason);
     if ((unsigned)reason >= ROUTE_REASON_COUNT)

@@ -18,7 +18,9 @@
  * the shim's replacement (bounce.h), which kept the variant's stream,
  * flavour (legacy or per-thread) and synchronisation. */
 #define WRAP_ACT(name, params, args, stream_expr, act)                        \
-    P2PSHIM_EXPORT CUresult name params                                       \
+    WRAP_ACT_ATTR(, name, params, args, stream_expr, act)
+#define WRAP_ACT_ATTR(attr, name, params, args, stream_expr, act)             \
+    P2PSHIM_EXPORT attr CUresult name params                                  \
     {                                                                         \
         pfn_##name real = REAL(name);                                         \
         if (real == NULL)                                                     \
@@ -163,16 +165,16 @@ WRAP_3DBATCH_13000(cuMemcpy3DBatchAsync_v2_ptsz)
 
 /* ---- host <-> device: the shim may run a replacement (bounce.h) ---- */
 #define HTOD(name)                                                            \
-    WRAP_ACT(name, (CUdeviceptr d, const void *h, size_t n), (d, h, n), NULL, \
+    WRAP_ACT_ATTR(P2PSHIM_HOT, name, (CUdeviceptr d, const void *h, size_t n), (d, h, n), NULL, \
               copy_consider_host(call, d, h, n, true, SYNC))
 #define DTOH(name)                                                            \
-    WRAP_ACT(name, (void *h, CUdeviceptr d, size_t n), (h, d, n), NULL,       \
+    WRAP_ACT_ATTR(P2PSHIM_HOT, name, (void *h, CUdeviceptr d, size_t n), (h, d, n), NULL,       \
               copy_consider_host(call, d, h, n, false, SYNC))
 #define HTOD_ASYNC(name)                                                      \
-    WRAP_ACT(name, (CUdeviceptr d, const void *h, size_t n, CUstream s),      \
+    WRAP_ACT_ATTR(P2PSHIM_HOT, name, (CUdeviceptr d, const void *h, size_t n, CUstream s),      \
               (d, h, n, s), s, copy_consider_host(call, d, h, n, true, ASYNC))
 #define DTOH_ASYNC(name)                                                      \
-    WRAP_ACT(name, (void *h, CUdeviceptr d, size_t n, CUstream s),            \
+    WRAP_ACT_ATTR(P2PSHIM_HOT, name, (void *h, CUdeviceptr d, size_t n, CUstream s),            \
               (h, d, n, s), s, copy_consider_host(call, d, h, n, false, ASYNC))
 
 /* Unified copies: one of them may be a host bounce too. */

@@ -229,7 +229,7 @@ static void record_pieces(const struct piece *pc, int np, int dst_dev)
     }
 }
 
-static bool serve(const struct copy_call *call, bool sync, CUdeviceptr dst, const void *host,
+P2PSHIM_HOT static bool serve(const struct copy_call *call, bool sync, CUdeviceptr dst, const void *host,
                   size_t bytes, CUresult *rc)
 {
     if (atomic_load_explicit(&bounce_count, memory_order_relaxed) == 0 || bytes == 0 ||

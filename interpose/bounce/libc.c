@@ -58,7 +58,7 @@ bool bounce_libc_sizes_known(void)
            dladdr((void *)malloc_usable_size, &b) != 0 && a.dli_fbase == b.dli_fbase;
 }
 
-P2PSHIM_EXPORT void free(void *p)
+P2PSHIM_EXPORT P2PSHIM_HOT void free(void *p)
 {
     free_fn f = (free_fn)next_symbol_cached(&real_free, "free");
     if (f == NULL)

@@ -9,6 +9,7 @@
 #include "counters.h"
 #include "events.h"
 #include "gpu.h"
+#include "hot.h"
 #include "life.h"
 #include "log.h"
 #include "pages.h"
@@ -50,7 +51,7 @@ static bool overlaps(uintptr_t lo, uintptr_t hi)
     return yes;
 }
 
-void bounce_host_access(const void *host, size_t bytes, bool write)
+P2PSHIM_HOT void bounce_host_access(const void *host, size_t bytes, bool write)
 {
     if (!any_snapshot() || bytes == 0)
         return;

@@ -1,6 +1,8 @@
 /* The bounce predictor (predict.h). */
 #include "predict.h"
 
+#include "hot.h"
+
 #include <string.h>
 
 _Static_assert(PREDICT_D2H == 64, "live_mask has a bit per remembered D2H slot");
@@ -168,7 +170,7 @@ void predict_overwritten(struct predict_table *t, uintptr_t host, size_t bytes)
             forget_slot(t, &t->d2h[i]);
 }
 
-void predict_remember(struct predict_table *t, uintptr_t host, size_t bytes, uintptr_t src,
+P2PSHIM_HOT void predict_remember(struct predict_table *t, uintptr_t host, size_t bytes, uintptr_t src,
                       int dev)
 {
     if (bytes == 0 || host == 0)

@@ -95,7 +95,7 @@ enum predict_verdict evidence_d2h(uintptr_t host, size_t bytes, CUdeviceptr src,
     return v;
 }
 
-bool evidence_d2h_unarmed(uintptr_t host, size_t bytes, CUdeviceptr src)
+P2PSHIM_HOT bool evidence_d2h_unarmed(uintptr_t host, size_t bytes, CUdeviceptr src)
 {
     if (atomic_load_explicit(&armed, memory_order_relaxed) != 0)
         return false;
