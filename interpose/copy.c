@@ -243,9 +243,9 @@ static void watch_host_copy(CUdeviceptr dev, const void *host, size_t bytes, boo
 /* The one host<->device copy path, behind the explicit D2H/H2D wrappers
  * and the unified copies that turn out to be one: the bounce module may
  * replace the copy; in observe mode the watch sees it. */
-P2PSHIM_HOT static struct copy_action host_copy(struct copy_call *call, CUdeviceptr device_ptr,
-                                    const void *host_ptr, size_t bytes, bool to_device,
-                                    bool sync)
+P2PSHIM_HOT static struct copy_action host_copy(struct copy_call *call,
+                                                CUdeviceptr device_ptr, const void *host_ptr,
+                                                size_t bytes, bool to_device, bool sync)
 {
     struct copy_action act = {false, CUDA_SUCCESS};
     if (bytes != 0 && device_ptr != 0)
@@ -260,7 +260,8 @@ P2PSHIM_HOT static struct copy_action host_copy(struct copy_call *call, CUdevice
 /* Counts a host<->device copy and writes its decision record (the bounce
  * action when the shim replaced it). */
 P2PSHIM_HOT static void host_copy_note(struct copy_call *call, CUdeviceptr device_ptr,
-                           const void *host_ptr, size_t bytes, bool to_device, bool replaced)
+                                       const void *host_ptr, size_t bytes, bool to_device,
+                                       bool replaced)
 {
     if (!record_enabled()) {
         stats_count(-1, -1, ROUTE_NOT_CROSS_HOST, bytes);

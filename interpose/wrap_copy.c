@@ -165,17 +165,18 @@ WRAP_3DBATCH_13000(cuMemcpy3DBatchAsync_v2_ptsz)
 
 /* ---- host <-> device: the shim may run a replacement (bounce.h) ---- */
 #define HTOD(name)                                                            \
-    WRAP_ACT_ATTR(P2PSHIM_HOT, name, (CUdeviceptr d, const void *h, size_t n), (d, h, n), NULL, \
-              copy_consider_host(call, d, h, n, true, SYNC))
+    WRAP_ACT_ATTR(P2PSHIM_HOT, name, (CUdeviceptr d, const void *h, size_t n),  \
+                  (d, h, n), NULL, copy_consider_host(call, d, h, n, true, SYNC))
 #define DTOH(name)                                                            \
-    WRAP_ACT_ATTR(P2PSHIM_HOT, name, (void *h, CUdeviceptr d, size_t n), (h, d, n), NULL,       \
-              copy_consider_host(call, d, h, n, false, SYNC))
+    WRAP_ACT_ATTR(P2PSHIM_HOT, name, (void *h, CUdeviceptr d, size_t n),        \
+                  (h, d, n), NULL, copy_consider_host(call, d, h, n, false, SYNC))
 #define HTOD_ASYNC(name)                                                      \
-    WRAP_ACT_ATTR(P2PSHIM_HOT, name, (CUdeviceptr d, const void *h, size_t n, CUstream s),      \
-              (d, h, n, s), s, copy_consider_host(call, d, h, n, true, ASYNC))
+    WRAP_ACT_ATTR(P2PSHIM_HOT, name,                                          \
+                  (CUdeviceptr d, const void *h, size_t n, CUstream s), (d, h, n, s), s, \
+                  copy_consider_host(call, d, h, n, true, ASYNC))
 #define DTOH_ASYNC(name)                                                      \
-    WRAP_ACT_ATTR(P2PSHIM_HOT, name, (void *h, CUdeviceptr d, size_t n, CUstream s),            \
-              (h, d, n, s), s, copy_consider_host(call, d, h, n, false, ASYNC))
+    WRAP_ACT_ATTR(P2PSHIM_HOT, name, (void *h, CUdeviceptr d, size_t n, CUstream s), \
+                  (h, d, n, s), s, copy_consider_host(call, d, h, n, false, ASYNC))
 
 /* Unified copies: one of them may be a host bounce too. */
 #define UNIFIED(name)                                                         \

@@ -229,8 +229,8 @@ static void record_pieces(const struct piece *pc, int np, int dst_dev)
     }
 }
 
-P2PSHIM_HOT static bool serve(const struct copy_call *call, bool sync, CUdeviceptr dst, const void *host,
-                  size_t bytes, CUresult *rc)
+P2PSHIM_HOT static bool serve(const struct copy_call *call, bool sync, CUdeviceptr dst,
+                               const void *host, size_t bytes, CUresult *rc)
 {
     if (atomic_load_explicit(&bounce_count, memory_order_relaxed) == 0 || bytes == 0 ||
         host == NULL)

@@ -170,8 +170,8 @@ void predict_overwritten(struct predict_table *t, uintptr_t host, size_t bytes)
             forget_slot(t, &t->d2h[i]);
 }
 
-P2PSHIM_HOT void predict_remember(struct predict_table *t, uintptr_t host, size_t bytes, uintptr_t src,
-                      int dev)
+P2PSHIM_HOT void predict_remember(struct predict_table *t, uintptr_t host, size_t bytes,
+                                  uintptr_t src, int dev)
 {
     if (bytes == 0 || host == 0)
         return;
