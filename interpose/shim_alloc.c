@@ -142,15 +142,17 @@ void shim_free(void *p, size_t size)
     }
     unsigned c = class_of(size);
     struct free_block *b = p;
+    /* The link stays readable (only this file reads it); the rest is
+     * poisoned until the block is handed out again. Poisoned before the
+     * block is listed: once listed, another thread may take it and hand
+     * it out, and a poisoning after that would land on its live bytes. */
+    POISON((char *)p + sizeof *b, class_size[c] - sizeof *b);
     UNPOISON(p, sizeof *b);
     pthread_mutex_lock(&alloc_lock);
     b->next = free_list[c];
     free_list[c] = b;
     live_bytes -= size;
     pthread_mutex_unlock(&alloc_lock);
-    /* The link stays readable (only this file reads it); the rest is
-     * poisoned until the block is handed out again. */
-    POISON((char *)p + sizeof *b, class_size[c] - sizeof *b);
 }
 
 void *shim_realloc(void *p, size_t old_size, size_t new_size)
