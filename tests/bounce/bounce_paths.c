@@ -107,12 +107,8 @@ static void policy(void)
         char what[64];
         bool read = i < 10;
         snprintf(what, sizeof what, "policy round %d (%s)", i, read ? "read" : "untouched");
-        bt_pattern(p, n, 300 + i);
-        bt_set_dev(src0, p, n);
         struct standin_stats s0;
-        standin_get_stats(&s0);
-        pl_use(bt_env.ctx[0]);
-        PL_OK(cuMemcpyDtoH_v2(h, src0, n));
+        bt_d2h_round(h, src0, bt_env.ctx[0], p, n, 300 + (unsigned)i, &s0);
         struct bt_paths after_d2h;
         bt_paths_since(&s0, &after_d2h);
         if (read)
@@ -186,12 +182,8 @@ static void never_and_fresh(void)
         unsigned char *f = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
                                 -1, 0);
         PL_EXPECT(f != MAP_FAILED, "mmap");
-        bt_pattern(p, n, 360 + i);
-        bt_set_dev(src1, p, n);
         struct standin_stats s0;
-        standin_get_stats(&s0);
-        pl_use(bt_env.ctx[1]);
-        PL_OK(cuMemcpyDtoH_v2(f, src1, n));
+        bt_d2h_round(f, src1, bt_env.ctx[1], p, n, 360 + (unsigned)i, &s0);
         pl_use(bt_env.ctx[0]);
         PL_OK(cuMemcpyHtoD_v2(dst0, f, n));
         if (i == 0)

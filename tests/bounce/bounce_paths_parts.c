@@ -24,12 +24,8 @@ void loop(void)
         CUdeviceptr s = from ? src1 : src0, d = to ? dst1 : dst0;
         char what[64];
         snprintf(what, sizeof what, "loop round %d %d->%d", i, from, to);
-        bt_pattern(p, n, 100 + i);
-        bt_set_dev(s, p, n);
         struct standin_stats s0;
-        standin_get_stats(&s0);
-        pl_use(bt_env.ctx[from]);
-        PL_OK(cuMemcpyDtoH_v2(h, s, n));
+        bt_d2h_round(h, s, bt_env.ctx[from], p, n, 100 + (unsigned)i, &s0);
         pl_use(bt_env.ctx[to]);
         PL_OK(cuMemcpyHtoD_v2(d, h, n));
         /* Round 0 has no evidence: the normal way, and it is the evidence. */
@@ -187,12 +183,8 @@ void small_h2d(void)
         char what[64];
         size_t back = i < 4 ? small : enough;
         snprintf(what, sizeof what, "H2D of %zu KiB, round %d", back >> 10, i);
-        bt_pattern(p, n, 900 + i);
-        bt_set_dev(src, p, n);
         struct standin_stats s0;
-        standin_get_stats(&s0);
-        pl_use(bt_env.ctx[0]);
-        PL_OK(cuMemcpyDtoH_v2(h, src, n));
+        bt_d2h_round(h, src, bt_env.ctx[0], p, n, 900 + (unsigned)i, &s0);
         struct bt_paths d;
         bt_paths_since(&s0, &d);
         pl_use(bt_env.ctx[1]);

@@ -257,3 +257,13 @@ void bt_prime(void *h, CUdeviceptr src, CUdeviceptr dst, size_t n)
     PL_OK(cuMemcpyDtoH_v2(h, src, n));
     PL_OK(cuMemcpyHtoD_v2(dst, h, n));
 }
+
+void bt_d2h_round(void *h, CUdeviceptr src, CUcontext ctx, unsigned char *p, size_t n,
+                  unsigned seed, struct standin_stats *before)
+{
+    bt_pattern(p, n, seed);
+    bt_set_dev(src, p, n);
+    standin_get_stats(before);
+    pl_use(ctx);
+    PL_OK(cuMemcpyDtoH_v2(h, src, n));
+}

@@ -68,4 +68,10 @@ void bt_expect_bounced(const struct standin_stats *before, size_t host_max, size
  * both runs; dst's bytes are the program's to set afterwards. */
 void bt_prime(void *h, CUdeviceptr src, CUdeviceptr dst, size_t n);
 
+/* A round's D2H: the pattern of seed into p[0..n) and onto src, the
+ * stand-in's counters into *before, then a D2H of n bytes from src into h
+ * with ctx current (it stays current). */
+void bt_d2h_round(void *h, CUdeviceptr src, CUcontext ctx, unsigned char *p, size_t n,
+                  unsigned seed, struct standin_stats *before);
+
 #endif

@@ -288,7 +288,6 @@ void test_dump(void)
         CHECK(parse(&cfg, env, NULL) == 0);
         round_trip(&cfg, specs[i].dumped);
     }
-
 }
 
 /* Byte counts written back with the largest exact unit; a pairs line too
