@@ -21,6 +21,10 @@ reuses another's device memory):
   loop.cpu_read_cuda  h = x.cpu(); h.sum(); h.cuda()  (the CPU reads between)
   loop.cpu_cuda       x.cpu().cuda()                  (same GPU)
   loop.cpu_to1        x.cpu().to('cuda:1')            (needs two GPUs)
+  loop.refill         a pinned tensor relays GPU data (h.copy_(x); y = h.cuda()),
+                      then a loader refills it from a CPU tensor (h.copy_(src));
+                      steady_ms: both, refill_ms: the refill alone (medians of
+                      rounds 2..N), first_refill_ms: round 1's
 Before each repetition the source changes (x += 1, not timed); every result
 is compared with the source (sums, or torch.equal on the GPU). Exit 77
 without torch or a GPU, 1 on a wrong result, 2 bad arguments.
@@ -34,7 +38,8 @@ import time
 
 SKIP = 77
 MIB = 1 << 20
-ROWS = ("cpu_sum", "pinned_copy", "train", "cpu_read_cuda", "cpu_cuda", "cpu_to1")
+ROWS = ("cpu_sum", "pinned_copy", "train", "cpu_read_cuda", "cpu_cuda", "cpu_to1", "refill")
+LOOPS = ("cpu_read_cuda", "cpu_cuda", "cpu_to1", "refill")
 
 
 def parse_args():
@@ -143,6 +148,37 @@ def loop(row, step, check, device="cuda:0"):
     return emit("loop." + row, n, ok, first_ms=t[0], steady_ms=statistics.median(t[1:]))
 
 
+def row_refill():
+    """The pinned batch of a loader that also relays GPU data: h.copy_(x);
+    y = h.cuda(), then h.copy_(src) from a pageable CPU tensor (the next
+    batch, changed before each round, not timed). y is compared with x
+    each round; h with src after the last refill (a CPU read of h between
+    rounds would be a use of the buffer no loader makes)."""
+    n = args.loop_mib * MIB
+    x = source(n)
+    keep.append(x)
+    h = torch.empty(n // 4, dtype=torch.int32, pin_memory=True)
+    src = torch.arange(n // 4, dtype=torch.int32)
+    t, refill, ok = [], [], True
+    for _ in range(args.rounds):
+        new_round(x)
+        src.add_(1)
+        t0 = time.perf_counter()
+        h.copy_(x)
+        y = h.cuda()
+        torch.cuda.synchronize()
+        t1 = time.perf_counter()
+        h.copy_(src)
+        t2 = time.perf_counter()
+        t.append((t2 - t0) * 1e3)
+        refill.append((t2 - t1) * 1e3)
+        ok &= torch.equal(y, x)
+        del y
+    ok &= torch.equal(h, src)
+    return emit("loop.refill", n, ok, first_ms=t[0], steady_ms=statistics.median(t[1:]),
+                refill_ms=statistics.median(refill[1:]), first_refill_ms=refill[0])
+
+
 def cpu_read_cuda(x):
     h = x.cpu()
     s = int(h.sum())
@@ -160,6 +196,7 @@ RUNNERS = {
                              lambda x, y, want: torch.equal(y, x)),
     "cpu_to1": lambda: loop("cpu_to1", lambda x: x.cpu().to("cuda:1"),
                             lambda x, y, want: torch.equal(y, x.to("cuda:1")), "cuda:1"),
+    "refill": row_refill,
 }
 
 
@@ -201,7 +238,7 @@ def main():
     torch.cuda.empty_cache()
     devices = [0, 1] if "cpu_to1" in args.rows else [0]
     ranges, nbytes = uffd_registrations()
-    loops = any(r in ("cpu_read_cuda", "cpu_cuda", "cpu_to1") for r in args.rows)
+    loops = any(r in LOOPS for r in args.rows)
     print(json.dumps({"bench": "harm", "row": "torch." + ("loop." if loops else "") +
                       "+".join(args.rows),
                       "cudart": "torch", "label": args.label, "process": True,

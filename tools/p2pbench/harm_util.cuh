@@ -24,6 +24,10 @@ void harm_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noretur
 
 double harm_now_ms(void);
 
+/* A byte count with an optional K, M or G suffix (KiB, MiB, GiB); 0 when
+ * malformed. */
+size_t harm_parse_size(const char *s);
+
 /* The median of v[0..n) (sorts v); 0 for n == 0. */
 double harm_median(const double *values, int n); /* of a copy: values keep their order */
 

@@ -30,9 +30,12 @@
  * --touch read, then an H2D into a buffer on device B (B may be A: a
  * different buffer). first_ms: round 1; steady_ms: median of rounds 2..N.
  *
+ * miss          the misprediction matrix: harm_matrix.cu (its own options).
+ *
  * Before each round the source gets a new pattern (a kernel, not timed), so
  * stale bytes are caught. Exit: 0; 1 on a CUDA error or wrong bytes (one
  * line on stderr saying which); 2 bad arguments; 77 device B missing. */
+#include "harm_matrix.cuh"
 #include "harm_util.cuh"
 #include "pattern.cuh"
 
@@ -357,21 +360,10 @@ static int row_bounce(const harm_opts *o, void *src, size_t n)
     return ok;
 }
 
-static size_t parse_size(const char *s)
-{
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    int shift = *end == 'K' || *end == 'k' ? 10 : *end == 'M' || *end == 'm' ? 20
-              : *end == 'G' || *end == 'g' ? 30 : 0;
-    if (end == s || (shift && end[1] != 0) || (!shift && *end != 0))
-        return 0;
-    return (size_t)v << shift;
-}
-
 static void usage(void)
 {
     fprintf(stderr, "usage: harmbench --row fresh_pinned|pinned_write|malloc_read|fresh_read|"
-                    "first_page|small|bounce|devices [--sizes 1M,4M,...] [--rounds N] "
+                    "first_page|small|bounce|miss|devices [--sizes 1M,4M,...] [--rounds N] "
                     "[--pair A,B] [--memory pageable|pinned|fresh] [--touch none|read] "
                     "[--label TEXT]\n");
     exit(2);
@@ -424,7 +416,7 @@ static void parse_args(int argc, char **argv, harm_opts *o)
             char *copy = strdup(v);
             o->nsizes = 0;
             for (char *t = strtok(copy, ","); t; t = strtok(NULL, ",")) {
-                size_t n = parse_size(t);
+                size_t n = harm_parse_size(t);
                 if (o->nsizes == MAX_SIZES || n == 0 || n % 8 != 0)
                     usage(); /* sizes: multiples of 8 bytes (the sums read words) */
                 o->sizes[o->nsizes++] = n;
@@ -442,6 +434,9 @@ static void parse_args(int argc, char **argv, harm_opts *o)
 int main(int argc, char **argv)
 {
     harm_opts o;
+    for (int i = 1; i + 1 < argc; i++)
+        if (strcmp(argv[i], "--row") == 0 && strcmp(argv[i + 1], "miss") == 0)
+            return harm_miss_main(argc, argv); /* its own options: harm_matrix.cu */
     parse_args(argc, argv, &o);
     int ndev = 0;
     CK(cudaGetDeviceCount(&ndev));
