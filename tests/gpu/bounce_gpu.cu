@@ -18,7 +18,9 @@
  * --probe: what pinned and registered memory allow (userfaultfd MISSING
  * and WP registration, mprotect) and whether the devices read pageable
  * memory themselves (HMM/ATS): the answers DESIGN.md and docs/ need.
- * Exit: 0, 1 on a failure, 77 with fewer than two GPUs. */
+ * With one GPU every pair runs within device 0 (the same-GPU bounce) and
+ * the transcript says that the cross-GPU part was skipped.
+ * Exit: 0, 1 on a failure, 77 without a GPU. */
 #include "../bounce/bt_pipe.h"
 #include "cupti_paths.h"
 #include "gpu_test.h"
@@ -41,6 +43,11 @@ static size_t page;
 static void *dev_src[2], *dev_dst[2];
 static unsigned char *want;
 static size_t cap = (size_t)64 << 20;
+/* The devices that play GPU 0 and GPU 1: 0 and 1, or with one GPU 0 and 0
+ * (the same-GPU bounce: D2H from one buffer of device 0, H2D into another
+ * of it). Every "from"/"to" below is such a role. */
+static int dev_id[2] = {0, 1};
+#define DEV(role) dev_id[role]
 
 #define FAIL(...)                                                                         \
     do {                                                                                  \
@@ -61,7 +68,7 @@ static void check_dev(int dev, void *d, size_t n, const char *what)
 {
     size_t n4 = n & ~(size_t)3;
     unsigned long long got = 0;
-    GT_CHECK(cudaSetDevice(dev));
+    GT_CHECK(cudaSetDevice(DEV(dev)));
     GT_CHECK(p2pk_checksum_sync(d, n4, &got, GT_STREAM));
     unsigned long long exp = p2pk_checksum_host(want, n4);
     if (got != exp)
@@ -90,7 +97,7 @@ static void window_end(size_t n, const char *what)
 {
     if (strcmp(expect, "any") == 0)
         return;
-    gt_sync_devices(0, 1, 0);
+    gt_sync_devices(DEV(0), DEV(1), DEV(0));
     struct cupti_paths_counts c;
     char err[256];
     if (cupti_paths_end(&c, err, sizeof err) != 0) {
@@ -111,9 +118,9 @@ static void window_end(size_t n, const char *what)
  * buffer and source, unchecked, in both runs. */
 static void prime(unsigned char *h, const void *src, void *dst, size_t n, int from, int to)
 {
-    GT_CHECK(cudaSetDevice(from));
+    GT_CHECK(cudaSetDevice(DEV(from)));
     GT_CHECK(cudaMemcpy(h, src, n, cudaMemcpyDeviceToHost));
-    GT_CHECK(cudaSetDevice(to));
+    GT_CHECK(cudaSetDevice(DEV(to)));
     GT_CHECK(cudaMemcpy(dst, h, n, cudaMemcpyHostToDevice));
 }
 
@@ -128,7 +135,7 @@ static void pair(unsigned char *h, size_t n, int from, int to, int mode, int asy
              ((uintptr_t)h % page) ? " unaligned" : "");
     cudaStream_t s = GT_STREAM;
     prime(h, dev_src[from], dev_dst[to], n, from, to);
-    GT_CHECK(cudaSetDevice(from));
+    GT_CHECK(cudaSetDevice(DEV(from)));
     GT_CHECK(p2pk_fill(dev_src[from], cap, seed, s));
     /* Pending on the source: a busy kernel, then the first half's bytes. */
     GT_CHECK(p2pk_busy(3000, dev_src[from], n / 2, seed + 1, s));
@@ -159,7 +166,7 @@ static void pair(unsigned char *h, size_t n, int from, int to, int mode, int asy
         for (size_t i = 7; i < n; i += 65536)
             h[i] = want[i] = (unsigned char)(i * 31 + 1);
     /* Pending on the destination: the H2D must land after it. */
-    GT_CHECK(cudaSetDevice(to));
+    GT_CHECK(cudaSetDevice(DEV(to)));
     GT_CHECK(p2pk_busy(3000, dev_dst[to], n & ~(size_t)3, seed + 2, s));
     if (async) {
         GT_CHECK(cudaMemcpyAsync(dev_dst[to], h, n, cudaMemcpyHostToDevice, s));
@@ -178,7 +185,7 @@ static void pair(unsigned char *h, size_t n, int from, int to, int mode, int asy
 static void kernel_readers(size_t n)
 {
     unsigned char *h = (unsigned char *)malloc(n), *out = (unsigned char *)malloc(n);
-    GT_CHECK(cudaSetDevice(0));
+    GT_CHECK(cudaSetDevice(DEV(0)));
     GT_CHECK(p2pk_fill(dev_src[0], n, 77, GT_STREAM));
     pattern(want, n, 77);
     GT_CHECK(cudaMemcpy(h, dev_src[0], n, cudaMemcpyDeviceToHost));
@@ -207,14 +214,14 @@ static void kernel_readers(size_t n)
 static void lifetimes(size_t n)
 {
     unsigned char *h = (unsigned char *)malloc(n);
-    GT_CHECK(cudaSetDevice(0));
+    GT_CHECK(cudaSetDevice(DEV(0)));
     GT_CHECK(p2pk_fill(dev_src[0], n, 90, GT_STREAM));
     pattern(want, n, 90);
     GT_CHECK(cudaMemcpy(h, dev_src[0], n, cudaMemcpyDeviceToHost));
     h = (unsigned char *)realloc(h, 2 * n); /* mremap moves it */
     GT_CHECK(cudaMemcpy(dev_dst[1], h, n, cudaMemcpyHostToDevice));
     check_dev(1, dev_dst[1], n, "after realloc");
-    GT_CHECK(cudaSetDevice(0));
+    GT_CHECK(cudaSetDevice(DEV(0)));
     GT_CHECK(cudaMemcpy(h, dev_src[0], n, cudaMemcpyDeviceToHost));
     free(h);
     unsigned char *g = (unsigned char *)calloc(1, n); /* fresh zeros */
@@ -234,7 +241,7 @@ static void lifetimes(size_t n)
 static void eager_pair(unsigned char *h, size_t n, uint32_t seed, const char *what)
 {
     prime(h, dev_src[0], dev_dst[1], n, 0, 1);
-    GT_CHECK(cudaSetDevice(0));
+    GT_CHECK(cudaSetDevice(DEV(0)));
     GT_CHECK(p2pk_fill(dev_src[0], n, seed, GT_STREAM));
     /* Pending on the source when the D2H is issued: the snapshot, taken on
      * a stream of the shim's, must come after it. */
@@ -248,10 +255,10 @@ static void eager_pair(unsigned char *h, size_t n, uint32_t seed, const char *wh
     if (strcmp(expect, "any") != 0)
         window_begin();
     GT_CHECK(cudaMemcpy(h, dev_src[0], n, cudaMemcpyDeviceToHost));
-    GT_CHECK(cudaSetDevice(1));
+    GT_CHECK(cudaSetDevice(DEV(1)));
     GT_CHECK(cudaMemcpy(dev_dst[1], h, n, cudaMemcpyHostToDevice));
     if (strcmp(expect, "any") != 0) {
-        gt_sync_devices(0, 1, 0);
+        gt_sync_devices(DEV(0), DEV(1), DEV(0));
         struct cupti_paths_counts c;
         char err[256];
         if (cupti_paths_end(&c, err, sizeof err) != 0)
@@ -275,10 +282,10 @@ static void eager_pair(unsigned char *h, size_t n, uint32_t seed, const char *wh
  * D2H: the H2D must deliver the kernel's bytes, not the snapshot's. */
 static void kernel_writes(unsigned char *h, size_t n)
 {
-    GT_CHECK(cudaSetDevice(0));
+    GT_CHECK(cudaSetDevice(DEV(0)));
     GT_CHECK(p2pk_fill(dev_src[0], n, 120, GT_STREAM));
     GT_CHECK(cudaMemcpy(h, dev_src[0], n, cudaMemcpyDeviceToHost));
-    GT_CHECK(cudaSetDevice(1));
+    GT_CHECK(cudaSetDevice(DEV(1)));
     GT_CHECK(p2pk_fill(h, n, 121, GT_STREAM)); /* device 1 writes the host buffer */
     GT_CHECK(cudaDeviceSynchronize());
     pattern(want, n, 121);
@@ -451,7 +458,7 @@ int main(int argc, char **argv)
     }
     for (int i = 0; i < nsizes; i++)
         cap = sizes[i] > cap ? sizes[i] : cap;
-    gt_require_gpus("bounce_gpu", 2);
+    int ndev = gt_require_gpus("bounce_gpu", 1);
     page = (size_t)sysconf(_SC_PAGESIZE);
     if (do_probe) {
         probe();
@@ -460,6 +467,7 @@ int main(int argc, char **argv)
     if (do_probe_hmm)
         return probe_hmm();
     printf("bounce_gpu (%s cudart, %s stream)\n", P2PSHIM_CUDART, GT_STREAM_MODE);
+    dev_id[1] = gt_peer_device("bounce_gpu", ndev, "bounces from one GPU to another");
     if (strcmp(expect, "any") != 0) {
         char err[256];
         if (cupti_paths_init(err, sizeof err) != 0) {
@@ -468,7 +476,7 @@ int main(int argc, char **argv)
         }
     }
     for (int d = 0; d < 2; d++) {
-        GT_CHECK(cudaSetDevice(d));
+        GT_CHECK(cudaSetDevice(DEV(d)));
         GT_CHECK(cudaMalloc(&dev_src[d], cap));
         GT_CHECK(cudaMalloc(&dev_dst[d], cap));
     }

@@ -29,8 +29,13 @@
  * stream, which orders itself against the per-thread stream: one program
  * then mixes both entry-point flavours, as real ones do.
  *
- * Exit: 0 all cases passed, 1 a failure, 77 fewer than two GPUs (or, with
- * --expect peer, a pair that cannot peer). */
+ * With one GPU the same cases run within device 0 (two buffers of it: the
+ * shim must leave same-device copies as they are, in their order), every
+ * one expected on the device path (DTOD records only), and the transcript
+ * says that the cross-GPU part was skipped.
+ *
+ * Exit: 0 all cases passed, 1 a failure, 77 without a GPU (or, with two
+ * GPUs and --expect peer, a pair that cannot peer). */
 #include "cupti_paths.h"
 #include "gpu_test.h"
 #include "pattern.cuh"
@@ -69,6 +74,11 @@ struct opts {
 static const size_t W2 = 4000, H2 = 8192;
 static const size_t W3 = 3000, H3 = 128, D3 = 64;
 
+/* The devices of the two roles a case copies between (copy i of a case
+ * goes from role s to role d): 0 and 1, or 0 and 0 with one GPU. */
+static int dev_id[2] = {0, 1};
+#define DEV(role) dev_id[role]
+
 static struct bufs buf[2];
 static cudaEvent_t ev_ready[2];   /* pending work of a device is done */
 static cudaEvent_t ev_copied[2]; /* the copy is done (per issuing device) */
@@ -94,7 +104,7 @@ static struct region region_of(int api, int dev, const struct opts *o)
 
 static void alloc_device(int dev, const struct opts *o)
 {
-    GT_CHECK(cudaSetDevice(dev));
+    GT_CHECK(cudaSetDevice(DEV(dev)));
     GT_CHECK(cudaMalloc(&buf[dev].lin, o->lin_bytes));
     GT_CHECK(cudaMallocPitch(&buf[dev].p2, &buf[dev].pitch2, W2, H2));
     GT_CHECK(cudaMallocPitch(&buf[dev].p3, &buf[dev].pitch3, W3, H3 * D3));
@@ -113,9 +123,9 @@ static cudaError_t issue_copy(int api, const struct region *dst, int d,
     case API_MEMCPY_ASYNC:
         return cudaMemcpyAsync(dst->base, src->base, src->width, cudaMemcpyDefault, 0);
     case API_PEER:
-        return cudaMemcpyPeer(dst->base, d, src->base, s, src->width);
+        return cudaMemcpyPeer(dst->base, DEV(d), src->base, DEV(s), src->width);
     case API_PEER_ASYNC:
-        return cudaMemcpyPeerAsync(dst->base, d, src->base, s, src->width, 0);
+        return cudaMemcpyPeerAsync(dst->base, DEV(d), src->base, DEV(s), src->width, 0);
     case API_2D:
         return cudaMemcpy2D(dst->base, dst->pitch, src->base, src->pitch, W2, H2,
                             cudaMemcpyDefault);
@@ -123,9 +133,9 @@ static cudaError_t issue_copy(int api, const struct region *dst, int d,
         cudaMemcpy3DPeerParms p;
         memset(&p, 0, sizeof p);
         p.srcPtr = make_cudaPitchedPtr(src->base, src->pitch, W3, H3);
-        p.srcDevice = s;
+        p.srcDevice = DEV(s);
         p.dstPtr = make_cudaPitchedPtr(dst->base, dst->pitch, W3, H3);
-        p.dstDevice = d;
+        p.dstDevice = DEV(d);
         p.extent = make_cudaExtent(W3, H3, D3);
         return cudaMemcpy3DPeer(&p);
     }
@@ -145,65 +155,68 @@ static int run_case(int api, int s, int d, int issue, uint32_t seed, const struc
     p2pk_verify_result v;
     char err[256], counts[160];
     cudaError_t rc;
-    int path_ok, ok;
+    int path_ok, ok, same = DEV(s) == DEV(d);
 
     /* 1. Settled starting state. */
-    GT_CHECK(cudaSetDevice(s));
+    GT_CHECK(cudaSetDevice(DEV(s)));
     GT_CHECK(p2pk_fill(src.base, src_total, seed ^ 0x0BADF00Du, GT_STREAM));
-    GT_CHECK(cudaSetDevice(d));
+    GT_CHECK(cudaSetDevice(DEV(d)));
     GT_CHECK(cudaMemset(dst.base, PRE_BYTE, dst_total));
-    gt_sync_devices(s, d, issue);
+    gt_sync_devices(DEV(s), DEV(d), DEV(issue));
     if (cupti_paths_begin(err, sizeof err) != 0) {
-        printf("FAIL %s %d->%d: CUPTI: %s\n", api_name[api], s, d, err);
+        printf("FAIL %s %d->%d: CUPTI: %s\n", api_name[api], DEV(s), DEV(d), err);
         return 0;
     }
 
     /* 2, 3. Pending work on both devices, on their default streams. */
-    GT_CHECK(cudaSetDevice(d));
+    GT_CHECK(cudaSetDevice(DEV(d)));
     GT_CHECK(p2pk_busy(o->busy_us, NULL, 0, 0, GT_STREAM));
     GT_CHECK(cudaMemsetAsync(dst.base, PAD_BYTE, dst_total, 0));
     GT_CHECK(cudaEventRecord(ev_ready[d], 0));
-    GT_CHECK(cudaSetDevice(s));
+    GT_CHECK(cudaSetDevice(DEV(s)));
     GT_CHECK(p2pk_busy(o->busy_us, src.base, src_total, seed, GT_STREAM));
     GT_CHECK(cudaEventRecord(ev_ready[s], 0));
 
     /* 4. The copy. */
-    GT_CHECK(cudaSetDevice(issue));
+    GT_CHECK(cudaSetDevice(DEV(issue)));
     if (!implicit)
         GT_CHECK(cudaStreamWaitEvent(0, ev_ready[other], 0));
     rc = issue_copy(api, &dst, d, &src, s);
     if (rc != cudaSuccess) {
-        printf("FAIL %s %d->%d issue=%d: the copy returned %s (%d)\n", api_name[api], s, d,
-               issue, cudaGetErrorName(rc), (int)rc);
+        printf("FAIL %s %d->%d issue=%d: the copy returned %s (%d)\n", api_name[api], DEV(s),
+               DEV(d), DEV(issue), cudaGetErrorName(rc), (int)rc);
         return 0;
     }
     GT_CHECK(cudaEventRecord(ev_copied[issue], 0));
 
     /* 5. Verification on the destination, ordered after the copy. */
-    GT_CHECK(cudaSetDevice(d));
+    GT_CHECK(cudaSetDevice(DEV(d)));
     if (!implicit && issue != d)
         GT_CHECK(cudaStreamWaitEvent(0, ev_copied[issue], 0));
     GT_CHECK(p2pk_verify_2d_async(dst.base, dst.pitch, src.width, dst.rows, src.pitch,
                                   seed, dst.rows > 1 ? PAD_BYTE : -1, GT_STREAM));
-    gt_sync_devices(s, d, issue);
+    gt_sync_devices(DEV(s), DEV(d), DEV(issue));
     if (cupti_paths_end(&c, err, sizeof err) != 0) {
-        printf("FAIL %s %d->%d: CUPTI: %s\n", api_name[api], s, d, err);
+        printf("FAIL %s %d->%d: CUPTI: %s\n", api_name[api], DEV(s), DEV(d), err);
         return 0;
     }
     /* The result's read-back is a copy itself: after the window. */
-    GT_CHECK(cudaSetDevice(d));
+    GT_CHECK(cudaSetDevice(DEV(d)));
     GT_CHECK(p2pk_verify_read_sync(&v, GT_STREAM));
 
     cupti_paths_format(&c, counts, sizeof counts);
-    if (o->expect_peer)
+    const char *path = same ? "device" : o->expect_peer ? "peer" : "staged";
+    if (same)
+        path_ok = c.dtod >= 1 && c.ptop == 0 && c.dtoh == 0 && c.htod == 0;
+    else if (o->expect_peer)
         path_ok = c.ptop >= 1 && c.dtoh == 0 && c.htod == 0;
     else
         path_ok = c.ptop == 0 && c.dtoh >= 1 && c.htod >= 1;
     ok = path_ok && v.mismatches == 0;
     printf("%s %-19s %d->%d issue=%d order=%-8s bytes=%zu mismatches=%llu %s path=%s\n",
-           ok ? "PASS" : "FAIL", api_name[api], s, d, issue,
+           ok ? "PASS" : "FAIL", api_name[api], DEV(s), DEV(d), DEV(issue),
            implicit ? "implicit" : "events", src.width * src.rows, v.mismatches, counts,
-           path_ok ? (o->expect_peer ? "peer" : "staged") : "WRONG");
+           path_ok ? path : "WRONG");
     if (v.mismatches != 0)
         printf("     first bad byte at destination offset %llu (row %llu col %llu): "
                "got 0x%02x expected 0x%02x%s\n",
@@ -211,9 +224,10 @@ static int run_case(int api, int s, int d, int issue, uint32_t seed, const struc
                v.expected,
                v.got == PAD_BYTE ? " (the pending memset's byte: copy ran before it?)" : "");
     if (!path_ok)
-        printf("     expected %s: %s\n", o->expect_peer ? "peer" : "staged",
-               o->expect_peer ? "ptop>=1 and no dtoh/htod records"
-                              : "dtoh>=1 and htod>=1 and no ptop records");
+        printf("     expected %s: %s\n", path,
+               same              ? "dtod>=1 and no ptop/dtoh/htod records"
+               : o->expect_peer ? "ptop>=1 and no dtoh/htod records"
+                                : "dtoh>=1 and htod>=1 and no ptop records");
     return ok;
 }
 
@@ -301,13 +315,16 @@ int main(int argc, char **argv)
 
     parse(argc, argv, &o);
     setvbuf(stdout, NULL, _IOLBF, 0);
-    gt_require_gpus("copy_paths", 2);
-    GT_CHECK(cudaDeviceCanAccessPeer(&can01, 0, 1));
-    GT_CHECK(cudaDeviceCanAccessPeer(&can10, 1, 0));
+    int ndev = gt_require_gpus("copy_paths", 1);
+    if (ndev >= 2) {
+        GT_CHECK(cudaDeviceCanAccessPeer(&can01, 0, 1));
+        GT_CHECK(cudaDeviceCanAccessPeer(&can10, 1, 0));
+    }
     printf("copy_paths: cudart=%s stream=%s expect=%s%s can_access_peer 0->1=%d 1->0=%d\n",
            P2PSHIM_CUDART, GT_STREAM_MODE, o.expect_peer ? "peer" : "staged",
            o.enable_peer ? " (program enables peer access)" : "", can01, can10);
-    if (o.expect_peer && !(can01 && can10)) {
+    dev_id[1] = gt_peer_device("copy_paths", ndev, "copying between GPU 0 and GPU 1");
+    if (ndev >= 2 && o.expect_peer && !(can01 && can10)) {
         printf("copy_paths: SKIP: GPUs 0 and 1 cannot peer both ways\n");
         return GT_SKIP;
     }
@@ -317,7 +334,9 @@ int main(int argc, char **argv)
     }
     alloc_device(0, &o);
     alloc_device(1, &o);
-    if (o.enable_peer) {
+    if (o.enable_peer && ndev < 2)
+        printf("copy_paths: --enable-peer: no second GPU to enable peer access to\n");
+    if (o.enable_peer && ndev >= 2) {
         GT_CHECK(cudaSetDevice(0));
         GT_CHECK(cudaDeviceEnablePeerAccess(1, 0));
         GT_CHECK(cudaSetDevice(1));
@@ -336,10 +355,10 @@ int main(int argc, char **argv)
 
     /* The program's view of peer access is its own: it never enabled 0->1
      * (unless --enable-peer), whatever the shim did underneath. */
-    GT_CHECK(cudaSetDevice(0));
-    rc = cudaDeviceDisablePeerAccess(1);
-    (void)cudaGetLastError();
-    {
+    if (ndev >= 2) {
+        GT_CHECK(cudaSetDevice(0));
+        rc = cudaDeviceDisablePeerAccess(1);
+        (void)cudaGetLastError();
         cudaError_t want = o.enable_peer ? cudaSuccess : cudaErrorPeerAccessNotEnabled;
         total++;
         if (rc == want)

@@ -8,8 +8,13 @@
  * Nothing printed depends on addresses or timing. Copies that succeed are
  * verified on the destination and print a checksum.
  *
+ * The steps within device 0 (same-device and host copies, the bounce the
+ * shim may take, a reset under a bounced buffer) run on any machine; the
+ * cross-GPU steps with two GPUs, else the transcript says they were
+ * skipped.
+ *
  * Exit: 0 transcript complete (bytes of successful copies right), 1 wrong
- * bytes or a setup call failed, 77 fewer than two GPUs. */
+ * bytes or a setup call failed, 77 without a GPU. */
 #include "gpu_test.h"
 #include "pattern.cuh"
 
@@ -19,6 +24,7 @@
 
 static int step_no;
 static int failures;
+static int ndev;
 
 static void report(const char *what, cudaError_t rc)
 {
@@ -55,10 +61,10 @@ static void check(const char *what, void *dst, int d, uint32_t seed)
     p2pk_verify_result v;
     unsigned long long sum = 0;
     GT_CHECK(cudaGetDevice(&cur));
-    GT_CHECK(cudaSetDevice(0));
-    GT_CHECK(cudaDeviceSynchronize());
-    GT_CHECK(cudaSetDevice(1));
-    GT_CHECK(cudaDeviceSynchronize());
+    for (int i = 0; i < ndev && i < 2; i++) {
+        GT_CHECK(cudaSetDevice(i));
+        GT_CHECK(cudaDeviceSynchronize());
+    }
     GT_CHECK(cudaSetDevice(d));
     GT_CHECK(p2pk_verify_sync(dst, N, seed, &v, GT_STREAM));
     GT_CHECK(p2pk_checksum_sync(dst, N, &sum, GT_STREAM));
@@ -68,14 +74,80 @@ static void check(const char *what, void *dst, int d, uint32_t seed)
     GT_CHECK(cudaSetDevice(cur));
 }
 
-int main(void)
+/* The host bytes' checksum, for the transcript (never judged: the two
+ * runs' transcripts are compared). */
+static void host_line(const char *what, const unsigned char *h)
+{
+    printf("   %s: checksum %016llx\n", what, p2pk_checksum_host(h, N));
+}
+
+/* Within device 0: same-device copies, host copies the shim may bounce
+ * (after evidence: a D2H and an H2D of the same buffer), wrong on purpose
+ * among right ones, then a reset of the device under a bounced buffer. */
+static void one_gpu_steps(void)
+{
+    void *b0 = NULL, *c0 = NULL, *freed = NULL, *stale = NULL, *hp = NULL;
+    unsigned char *h = (unsigned char *)malloc(N);
+    int can = -1;
+    GT_CHECK(cudaSetDevice(0));
+    GT_CHECK(cudaMalloc(&b0, N));
+    GT_CHECK(cudaMalloc(&c0, N));
+    GT_CHECK(cudaMallocHost(&hp, N));
+    STEP(cudaMemcpyPeer(c0, 0, NULL, 0, N));
+    STEP(cudaMemcpyPeer(c0, 0, b0, 0, 0));
+    STEP(cudaMemcpyPeerAsync(c0, 0, b0, 99, N, 0));
+    STEP(cudaDeviceCanAccessPeer(&can, 0, 0));
+    printf("   can access peer 0->0: %d\n", can);
+    STEP(cudaDeviceDisablePeerAccess(0));     /* itself */
+    fill(b0, 0, 11);
+    STEP(cudaMemcpyPeer(c0, 0, b0, 0, N));
+    check("same-device cudaMemcpyPeer", c0, 0, 11);
+    fill(b0, 0, 12);
+    STEP(cudaMemcpy(h, b0, N, cudaMemcpyDeviceToHost));
+    STEP(cudaMemcpy(c0, h, N, cudaMemcpyHostToDevice));
+    check("a round trip through pageable memory", c0, 0, 12);
+    fill(b0, 0, 13);
+    STEP(cudaMemcpy(h, b0, N, cudaMemcpyDeviceToHost));   /* predicted: a bounce */
+    STEP(cudaMemcpy(c0, h, N, cudaMemcpyHostToDevice));
+    check("the round trip again", c0, 0, 13);
+    GT_CHECK(cudaMalloc(&freed, N));
+    GT_CHECK(cudaFree(freed));
+    STEP(cudaMemcpy(h, freed, N, cudaMemcpyDeviceToHost));   /* a freed source */
+    STEP(cudaMemcpy(h, b0, 0, cudaMemcpyDeviceToHost));
+    STEP(cudaMemcpy2D(h, 1024, b0, 1024, 1025, N / 1024, cudaMemcpyDeviceToHost));
+    host_line("the host buffer after the failed copies", h);
+    fill(b0, 0, 14);
+    STEP(cudaMemcpy(hp, b0, N, cudaMemcpyDeviceToHost));
+    STEP(cudaMemcpy(c0, hp, N, cudaMemcpyHostToDevice));
+    STEP(cudaMemcpy(hp, b0, N, cudaMemcpyDeviceToHost));   /* pinned: an eager bounce */
+    STEP(cudaMemcpy(c0, hp, N, cudaMemcpyHostToDevice));
+    check("a round trip through pinned memory", c0, 0, 14);
+    STEP(cudaMemcpy(c0, freed, N, cudaMemcpyDeviceToDevice));
+    STEP(cudaFreeHost(hp));
+    /* A reset while the host buffer holds a D2H's bytes (under the shim,
+     * perhaps only in a snapshot on the device): they must survive. */
+    STEP(cudaMemcpy(h, b0, N, cudaMemcpyDeviceToHost));
+    stale = c0;
+    STEP(cudaDeviceReset());
+    host_line("the host buffer after the reset", h);
+    STEP(cudaMemcpy(stale, h, N, cudaMemcpyHostToDevice));
+    STEP(cudaMalloc(&c0, N));
+    STEP(cudaMalloc(&b0, N));
+    fill(b0, 0, 15);
+    STEP(cudaMemcpy(h, b0, N, cudaMemcpyDeviceToHost));
+    STEP(cudaMemcpy(c0, h, N, cudaMemcpyHostToDevice));
+    check("a round trip after the reset", c0, 0, 15);
+    STEP(cudaFree(b0));
+    STEP(cudaFree(c0));
+    free(h);
+}
+
+/* Between devices 0 and 1. */
+static void two_gpu_steps(void)
 {
     void *a0 = NULL, *a1 = NULL, *freed = NULL, *stale1 = NULL;
     int can = -1, dev = -1;
 
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    gt_require_gpus("error_transcript", 2);
-    printf("error_transcript: cudart=%s stream=%s\n", P2PSHIM_CUDART, GT_STREAM_MODE);
     GT_CHECK(cudaSetDevice(1));
     GT_CHECK(cudaMalloc(&a1, N));
     GT_CHECK(cudaSetDevice(0));
@@ -164,6 +236,17 @@ int main(void)
     STEP(cudaFree(a0));
     STEP(cudaSetDevice(1));
     STEP(cudaFree(a1));
+    STEP(cudaSetDevice(0));
+}
+
+int main(void)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    ndev = gt_require_gpus("error_transcript", 1);
+    printf("error_transcript: cudart=%s stream=%s\n", P2PSHIM_CUDART, GT_STREAM_MODE);
+    if (gt_peer_device("error_transcript", ndev, "the cross-GPU steps") == 1)
+        two_gpu_steps();
+    one_gpu_steps();
     printf("error_transcript: %s (%d step(s), %d verification failure(s))\n",
            failures ? "FAIL" : "done", step_no, failures);
     return failures ? 1 : 0;

@@ -59,6 +59,18 @@ static inline int gt_require_gpus(const char *prog, int need)
     return n;
 }
 
+/* The device that plays "the other GPU" in a program with a one-GPU part:
+ * 1 with two or more GPUs; with one, 0 (both ends on device 0), after a
+ * line that names what was left out ("PROG: two-GPU part skipped: 1 GPU
+ * (WHAT needs two)"; compare_runs.sh reads it). */
+static inline int gt_peer_device(const char *prog, int ndev, const char *two_gpu_part)
+{
+    if (ndev >= 2)
+        return 1;
+    printf("%s: two-GPU part skipped: 1 GPU (%s needs two)\n", prog, two_gpu_part);
+    return 0;
+}
+
 /* Waits for all work on each of the devices, leaving device `back` current. */
 static inline void gt_sync_devices(int a, int b, int back)
 {

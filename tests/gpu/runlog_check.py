@@ -16,7 +16,11 @@ runlog_check.py CASE PROGRAM PRELOAD
             second run finds the verdict cached and checks nothing
 The other cases run with P2PSHIM_TRUST=skip (CMakeLists.txt): the check's
 own copies are not the program's.
-Exit 77 when the program says it needs two GPUs."""
+With one GPU the program copies between two buffers of device 0 (it says
+so): upgrade, observe and held then check those same-device decisions
+(reason same-device, passed, joined to DTOD records), and check that no
+link is checked (there is none); the cross-GPU checks need two GPUs.
+Exit 77 when the program finds no GPU."""
 import collections
 import json
 import os
@@ -31,7 +35,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="p2p-runlog-")
     env = dict(os.environ, LD_PRELOAD=preload,
                P2PSHIM_RUN_LOG=os.path.join(tmp, "run-%p.jsonl"))
-    args = [program]
+    args = [program, "--allow-one-gpu"]
     if case == "upgrade":
         env["P2PSHIM_CUPTI"] = "1"
     elif case == "observe":
@@ -43,8 +47,9 @@ def main():
         env.update(P2PSHIM_TRUST="check", P2PSHIM_LOG="info",
                    P2PSHIM_TRUST_FILE=os.path.join(tmp, "trust-verdicts"))
     p = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
+    one_gpu = "two-GPU part skipped" in p.stdout
     if case == "check" and p.returncode != 77:
-        return check_case(p, env, args, tmp)
+        return (one_gpu_check_case if one_gpu else check_case)(p, env, tmp)
     sys.stdout.write(p.stdout)
     if p.returncode == 77:
         return 77
@@ -63,25 +68,33 @@ def main():
         if l["type"] == "activity":
             kinds[l["decision"]].append(l["kind"])
     cross = [d for d in decisions.values()
-             if d["src"]["dev"] >= 0 and d["dst"]["dev"] >= 0 and d["src"]["dev"] != d["dst"]["dev"]]
+             if d["src"]["dev"] >= 0 and d["dst"]["dev"] >= 0 and
+             (d["src"]["dev"] == d["dst"]["dev"]) == one_gpu]
+    scope = "same-device" if one_gpu else "cross-GPU"
+    # What a copy the shim upgrades (two GPUs) or leaves alone (one) shows.
+    want_reasons = ("same-device",) if one_gpu else ("upgraded", "shim-access")
+    want_kinds = {"DTOD"} if one_gpu else {"PTOP"}
     if footer.get("type") != "footer" or footer.get("dropped") != 0:
         fails.append(f"footer: {footer}")
     if len(cross) < 9:
-        fails.append(f"{len(cross)} cross-GPU decisions, expected at least 9")
+        fails.append(f"{len(cross)} {scope} decisions, expected at least 9")
     if case == "upgrade":
         if header.get("cupti") != "on":
             fails.append(f"header cupti {header.get('cupti')}")
         for d in cross:
             k = kinds.get(d["id"], [])
-            if d["reason"] not in ("upgraded", "shim-access") or not k or set(k) != {"PTOP"}:
-                fails.append(f"decision {d['id']} {d['api']} {d['reason']}: activity {k}")
+            if d["reason"] not in want_reasons or not k or set(k) != want_kinds or \
+                    (one_gpu and d["action"] != "pass"):
+                fails.append(f"decision {d['id']} {d['api']} {d['action']} {d['reason']}: "
+                             f"activity {k}")
     elif case == "observe":
         if header.get("cupti") != "on" or header.get("mode") != "observe":
             fails.append(f"header {header}")
         for d in cross:
             k = kinds.get(d["id"], [])
-            if d["action"] != "would-upgrade" or d["reason"] != "observe-would-upgrade" \
-                    or set(k) != {"DTOH", "HTOD"}:
+            want = (("pass-observed", "same-device", {"DTOD"}) if one_gpu else
+                    ("would-upgrade", "observe-would-upgrade", {"DTOH", "HTOD"}))
+            if (d["action"], d["reason"], set(k)) != want:
                 fails.append(f"decision {d['id']} {d['api']} {d['action']}: activity {k}")
     elif case == "held":
         warnings = [l for l in p.stderr.splitlines() if re.search(r"CUPTI .*another tool", l)]
@@ -92,7 +105,7 @@ def main():
         if kinds:
             fails.append("activity records although CUPTI was held by the program")
     joined = sum(1 for d in cross if kinds.get(d["id"]))
-    print(f"runlog {case}: {len(cross)} cross-GPU decisions, {joined} joined, "
+    print(f"runlog {case}: {len(cross)} {scope} decisions, {joined} joined, "
           f"{sum(len(v) for v in kinds.values())} activities")
     for f in fails[:20]:
         print("FAIL:", f)
@@ -104,9 +117,33 @@ def link_checks(log):
             if l["type"] == "event" and l.get("what") == "link-check"]
 
 
-def check_case(p, env, args, tmp):
+def one_gpu_check_case(p, env, tmp):
+    """The default check with one GPU: there is no link to check, so none is
+    checked (no verdict line, no event, nothing cached), and the program's
+    copies within device 0 are right. The check itself needs two GPUs."""
+    fails = []
+    sys.stdout.write(p.stdout)
+    if p.returncode != 0 or not re.search(r"xfer: \d+ bytes within device 0, 0 wrong", p.stdout):
+        fails.append(f"program exited {p.returncode}: {p.stdout.strip()[-300:]}")
+    if re.search(r"p2pshim: link \d+-\d+", p.stderr):
+        fails.append("a link verdict line with one GPU: " + p.stderr.strip()[-300:])
+    logs = [f for f in os.listdir(tmp) if f.endswith(".jsonl")]
+    checks = link_checks(os.path.join(tmp, logs[0])) if len(logs) == 1 else None
+    if checks is None or checks:
+        fails.append(f"run logs {logs}, link-check events {checks}")
+    cache = env["P2PSHIM_TRUST_FILE"]
+    if os.path.exists(cache) and "verdict=" in open(cache).read():
+        fails.append("a verdict in the cache file with one GPU")
+    print("runlog check: one GPU, no link to check; the check itself needs two GPUs")
+    for f in fails:
+        print("FAIL:", f)
+    return 1 if fails else 0
+
+
+def check_case(p, env, tmp):
     """The default check on real GPUs: it ran once, said so, and the
     program's copies were upgraded with every byte right."""
+    args = list(p.args)
     fails = []
     sys.stdout.write(p.stderr[-2000:])
     if p.returncode != 0 or not re.search(r"xfer: \d+ bytes across, 0 wrong", p.stdout):

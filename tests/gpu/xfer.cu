@@ -3,7 +3,9 @@
 // cudaMemcpyPeerAsync, cudaMemcpy and cudaMemcpyPeer at a few sizes, then
 // checks every byte. With --hold-cupti it first takes CUPTI for itself, as
 // Nsight Systems would (a second subscriber). No CUPTI otherwise: the
-// run-log tests read the shim's own CUPTI records. Exit 77 without 2 GPUs.
+// run-log tests read the shim's own CUPTI records. With one GPU it exits 77,
+// unless --allow-one-gpu: then the same copies go between two buffers of
+// device 0 (the run-log tests' one-GPU part).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -21,12 +23,25 @@ static void CUPTIAPI ignore(void *, CUpti_CallbackDomain, CUpti_CallbackId, cons
 
 int main(int argc, char **argv)
 {
-    bool hold = argc > 1 && strcmp(argv[1], "--hold-cupti") == 0;
+    bool hold = false, one_ok = false;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--hold-cupti") == 0) {
+            hold = true;
+        } else if (strcmp(argv[i], "--allow-one-gpu") == 0) {
+            one_ok = true;
+        } else {
+            fprintf(stderr, "usage: xfer [--hold-cupti] [--allow-one-gpu]\n");
+            return 2;
+        }
+    }
     int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess || n < 2) {
-        printf("xfer: needs two GPUs\n");
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n < (one_ok ? 1 : 2)) {
+        printf("xfer: needs %s\n", one_ok ? "a GPU" : "two GPUs");
         return 77;
     }
+    const int peer = n >= 2 ? 1 : 0;
+    if (peer == 0)
+        printf("xfer: two-GPU part skipped: 1 GPU (copies between GPU 0 and GPU 1 need two)\n");
     /* Before the first copy: the shim starts CUPTI lazily, at its first. */
     CUpti_SubscriberHandle sub;
     if (hold && cuptiSubscribe(&sub, ignore, NULL) != CUPTI_SUCCESS) {
@@ -36,7 +51,7 @@ int main(int argc, char **argv)
     const size_t sizes[] = {64u << 10, 4u << 20, 64u << 20};
     const size_t max = 64u << 20;
     void *a, *b;
-    CHECK_CUDA(cudaSetDevice(1));
+    CHECK_CUDA(cudaSetDevice(peer));
     CHECK_CUDA(cudaMalloc(&b, max));
     CHECK_CUDA(cudaSetDevice(0));
     CHECK_CUDA(cudaMalloc(&a, max));
@@ -46,22 +61,23 @@ int main(int argc, char **argv)
             CHECK_CUDA(p2pk_fill(a, s, 100 + api, cudaStreamLegacy));
             CHECK_CUDA(cudaDeviceSynchronize());
             if (api == 0) {
-                CHECK_CUDA(cudaMemcpyPeerAsync(b, 1, a, 0, s, 0));
+                CHECK_CUDA(cudaMemcpyPeerAsync(b, peer, a, 0, s, 0));
                 CHECK_CUDA(cudaStreamSynchronize(0));
             } else if (api == 1) {
                 CHECK_CUDA(cudaMemcpy(b, a, s, cudaMemcpyDefault));
             } else {
-                CHECK_CUDA(cudaMemcpyPeer(b, 1, a, 0, s));
+                CHECK_CUDA(cudaMemcpyPeer(b, peer, a, 0, s));
             }
             p2pk_verify_result v;
-            CHECK_CUDA(cudaSetDevice(1));
+            CHECK_CUDA(cudaSetDevice(peer));
             CHECK_CUDA(p2pk_verify_sync(b, s, 100 + api, &v, cudaStreamLegacy));
             CHECK_CUDA(cudaSetDevice(0));
             bad += v.mismatches;
             total += s;
         }
     }
-    printf("xfer: %llu bytes across, %llu wrong\n", total, bad);
+    printf("xfer: %llu bytes %s, %llu wrong\n", total, peer ? "across" : "within device 0",
+           bad);
     if (hold)
         cuptiUnsubscribe(sub);
     return bad ? 1 : 0;

@@ -20,8 +20,10 @@
  * "bandwidth" (bytes / time) and the median D2H and H2D parts. The
  * destination is verified after the last repetition (a device checksum
  * against the pattern the source was filled with, read-in-between bytes
- * included). Exit: 0, 1 on a CUDA error or wrong bytes, 77 without two
- * GPUs. */
+ * included). --pair defaults to 0,1, or 0,0 with one GPU (the same-GPU
+ * bounce: another buffer of the same device; --direct then copies device
+ * to device). Exit: 0, 1 on a CUDA error or wrong bytes, 77 without a GPU
+ * or without a device of the pair. */
 #include "pattern.cuh"
 
 #include <cuda_runtime.h>
@@ -99,7 +101,7 @@ static void read_all(const unsigned char *h, size_t n)
 
 int main(int argc, char **argv)
 {
-    int a = 0, b = 1, reps = 9, warmup = 2;
+    int a = 0, b = -1, reps = 9, warmup = 2;
     size_t sizes[MAX_SIZES] = {4 << 10, 64 << 10, 1 << 20, 16 << 20, (size_t)256 << 20};
     int nsizes = 5;
     int mem_pageable = 1, mem_pinned = 1, touch_none = 1, touch_read = 1;
@@ -148,8 +150,14 @@ int main(int argc, char **argv)
     if (reps < 1 || reps > MAX_REPS)
         reps = 9;
     int ndev = 0;
-    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 2 || a >= ndev || b >= ndev) {
-        printf("bouncebench: SKIP: two GPUs needed\n");
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) {
+        printf("bouncebench: SKIP: no GPU\n");
+        return 77;
+    }
+    if (b < 0)
+        b = ndev >= 2 ? 1 : 0;
+    if (a < 0 || b < 0 || a >= ndev || b >= ndev) {
+        printf("bouncebench: SKIP: pair %d,%d: %d GPU(s)\n", a, b, ndev);
         return 77;
     }
     size_t cap = 0;
@@ -164,8 +172,9 @@ int main(int argc, char **argv)
     CK(p2pk_fill(src, cap, seed, cudaStreamLegacy));
     CK(cudaDeviceSynchronize());
     void *snap = NULL;
-    if (direct) {
+    if (direct)
         CK(cudaMalloc(&snap, cap));
+    if (direct && a != b) {
         CK(cudaDeviceEnablePeerAccess(b, 0));
         CK(cudaSetDevice(b));
         CK(cudaDeviceEnablePeerAccess(a, 0));
