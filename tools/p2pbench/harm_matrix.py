@@ -7,7 +7,7 @@ per cycle; ratios paired per cycle, 90 % bootstrap intervals:
 harm_stats.py).
 
 A cell is a memory kind (pinned = cudaMallocHost, registered = malloc +
-cudaHostRegister, malloc, mmap = anonymous mmap, thp = mmap +
+cudaHostRegister of the whole pages inside, malloc, mmap = anonymous mmap, thp = mmap +
 madvise(MADV_HUGEPAGE)) x a size x what the program does with the host
 buffer (none, memset, random = every page in a random order, pagebyte =
 one byte per page, word = one 8-byte word, read = a checksum,

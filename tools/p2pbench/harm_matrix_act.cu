@@ -29,11 +29,18 @@ void miss_host_alloc(miss_host *h, int kind, size_t n)
     h->n = n;
     if (kind == MK_PINNED) {
         CK(cudaMallocHost((void **)&h->p, n));
-    } else if (kind == MK_REGISTERED || kind == MK_MALLOC) {
+    } else if (kind == MK_MALLOC) {
         if ((h->p = (unsigned char *)malloc(n)) == NULL)
             harm_die("malloc(%zu) failed", n);
-        if (kind == MK_REGISTERED)
-            CK(cudaHostRegister(h->p, n, cudaHostRegisterDefault));
+    } else if (kind == MK_REGISTERED) {
+        /* malloc'd, the buffer starting at the first page boundary inside:
+         * two small heap blocks share a page, and a page registered twice
+         * is an error (cudaErrorHostMemoryAlreadyRegistered). */
+        size_t page = (size_t)sysconf(_SC_PAGESIZE);
+        if ((h->base = malloc(n + page)) == NULL)
+            harm_die("malloc(%zu) failed", n + page);
+        h->p = (unsigned char *)(((uintptr_t)h->base + page - 1) / page * page);
+        CK(cudaHostRegister(h->p, n, cudaHostRegisterDefault));
     } else {
         /* THP: a mapping aligned to 2 MiB, so that whole huge pages fit. */
         size_t extra = kind == MK_THP ? HUGE_ALIGN : 0;
@@ -55,10 +62,11 @@ void miss_host_free(miss_host *h)
 {
     if (h->kind == MK_PINNED) {
         CK(cudaFreeHost(h->p));
-    } else if (h->kind == MK_REGISTERED || h->kind == MK_MALLOC) {
-        if (h->kind == MK_REGISTERED)
-            CK(cudaHostUnregister(h->p));
+    } else if (h->kind == MK_MALLOC) {
         free(h->p);
+    } else if (h->kind == MK_REGISTERED) {
+        CK(cudaHostUnregister(h->p));
+        free(h->base);
     } else {
         munmap(h->base, h->map_len);
     }
