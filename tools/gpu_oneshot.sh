@@ -69,9 +69,13 @@ status=0
 stages=()
 
 elapsed() { echo $(($(date +%s) - START)); }
+# stop_at SECONDS: when a stage of that many seconds stops starting work,
+# leaving the rest for what was started and the stage's report.
+stop_at() { local t=$(( $1 / 3 < 45 ? $1 / 3 : 45 )); echo $(( $1 - t )); }
 left() { echo $((budget - $(elapsed) - 20)); }
 # share WEIGHT: this stage's seconds, from the weights of the stages still
-# to run (the globals w_*), at least 30.
+# to run (the globals w_*), at least 30 while that much is left; 0 when
+# less than 15 s is left (the stage is skipped).
 share() {
     local total=$((w_tests + w_matrix + w_harm + w_bounce)) l
     l=$(left)
@@ -79,7 +83,15 @@ share() {
     local s=$((l * $1 / total))
     [ "$s" -ge 30 ] || s=30
     [ "$s" -le "$l" ] || s=$l
+    [ "$s" -ge 15 ] || s=0
     echo "$s"
+}
+# enough NAME SECONDS: false (and the stage recorded as out of time) at 0.
+enough() {
+    [ "$2" -gt 0 ] && return 0
+    echo "== $1: skipped, out of time"
+    stages+=("--stage" "$1=skipped-out-of-time:0s")
+    return 1
 }
 # stage NAME STATE STARTED: records a stage's state and seconds.
 stage() {
@@ -147,8 +159,8 @@ if [ "$do_build" = 1 ]; then
 fi
 [ -x "$BUILD/tests/gpu/gpu_kernels_selftest" ] || build_ok=0
 
-if [ "$do_tests" = 1 ] && [ "$build_ok" = 1 ]; then
-    s=$(share "$w_tests")
+s=$(share "$w_tests")
+if [ "$do_tests" = 1 ] && [ "$build_ok" = 1 ] && enough tests "$s"; then
     t0=$(date +%s)
     labels=(-L gpu)
     [ "${ngpu:-0}" -ge 2 ] || labels+=(-LE gpu2)
@@ -167,14 +179,14 @@ if [ "$do_tests" = 1 ] && [ "$build_ok" = 1 ]; then
 fi
 w_tests=0
 
-if [ "$matrix" != none ] && [ "$build_ok" = 1 ]; then
-    s=$(share "$w_matrix")
+s=$(share "$w_matrix")
+if [ "$matrix" != none ] && [ "$build_ok" = 1 ] && enough matrix "$s"; then
     t0=$(date +%s)
     echo "== misprediction matrix ($matrix, $s s)"
     # shellcheck disable=SC2086 # matrix_args is a list of options
     if timeout --kill-after=10 "$s" python3 tools/p2pbench/harm_matrix.py --set "$matrix" \
-            --build-dir "$BUILD" --results-dir "$RESULTS" --max-seconds $((s > 60 ? s - 30 : 30)) \
-            $matrix_args >"$LOGS/matrix.log" 2>&1; then
+            --build-dir "$BUILD" --results-dir "$RESULTS" --max-seconds "$(stop_at "$s")" \
+            --hard-seconds $((s - 10)) $matrix_args >"$LOGS/matrix.log" 2>&1; then
         stage matrix ok "$t0"
     else
         stage matrix FAILED "$t0"
@@ -183,13 +195,13 @@ if [ "$matrix" != none ] && [ "$build_ok" = 1 ]; then
 fi
 w_matrix=0
 
-if [ "$do_harm" = 1 ] && [ "$build_ok" = 1 ]; then
-    s=$(share "$w_harm")
+s=$(share "$w_harm")
+if [ "$do_harm" = 1 ] && [ "$build_ok" = 1 ] && enough harm "$s"; then
     t0=$(date +%s)
     echo "== harm_run.py $harm_args ($s s)"
     # shellcheck disable=SC2086 # harm_args is a list of options
     if timeout --kill-after=10 "$s" python3 tools/p2pbench/harm_run.py --build-dir "$BUILD" \
-            --json "$RESULTS/harm-results.json" --max-seconds $((s > 60 ? s - 30 : 30)) \
+            --json "$RESULTS/harm-results.json" --max-seconds "$(stop_at "$s")" --timeout 60 \
             $harm_args >"$LOGS/harm.log" 2>&1; then
         stage harm ok "$t0"
     else
@@ -199,8 +211,8 @@ if [ "$do_harm" = 1 ] && [ "$build_ok" = 1 ]; then
 fi
 w_harm=0
 
-if [ "$do_bounce" = 1 ] && [ "$build_ok" = 1 ]; then
-    s=$(share "$w_bounce")
+s=$(share "$w_bounce")
+if [ "$do_bounce" = 1 ] && [ "$build_ok" = 1 ] && enough bounce "$s"; then
     t0=$(date +%s)
     echo "== bounce_run.sh ($s s)"
     if timeout --kill-after=10 "$s" sh tools/p2pbench/bounce_run.sh "$BUILD" \

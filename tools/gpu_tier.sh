@@ -11,7 +11,8 @@
 #    -DP2PSHIM_WERROR=ON,
 #    16 jobs); uthash comes from .deps/include, carried with the tree;
 # 3. runs ctest -L gpu --output-on-failure (-R REGEX with --tests, -E with
-#    --exclude);
+#    --exclude), without the tests labelled gpu2 (they need two GPUs) when
+#    fewer than two are present;
 # 4. runs tools/p2pbench/run_bench.py (results: docs/p2pbench-results.json)
 #    and tools/p2pbench/bounce_run.sh (host bounces: docs/bounce-results.jsonl);
 # 5. runs tools/p2pbench/harm_run.py (what the shim costs programs that never
@@ -102,8 +103,10 @@ if [ "$build_state" = ok ] && [ -x "$BUILD/tests/gpu/gpu_bounce_static_legacy" ]
 fi
 
 if [ "$do_tests" = 1 ]; then
-    echo "== ctest -L gpu"
-    if ctest --test-dir "$BUILD" -L gpu ${tests_regex:+-R "$tests_regex"} \
+    labels=(-L gpu)
+    [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -ge 2 ] || labels+=(-LE gpu2)
+    echo "== ctest ${labels[*]}"
+    if ctest --test-dir "$BUILD" "${labels[@]}" ${tests_regex:+-R "$tests_regex"} \
              ${exclude_regex:+-E "$exclude_regex"} --output-on-failure \
              --output-junit "$LOGS/ctest-gpu.xml" 2>&1 | tee "$LOGS/ctest.log"; then
         tests_state=ok

@@ -124,6 +124,9 @@ def parse_args(argv):
                    help="start no process after this many seconds (default: full %d, quick "
                    "%d; 0: no limit)" % (SET_SECONDS["full"], SET_SECONDS["quick"]))
     p.add_argument("--timeout", type=int, default=150, help="seconds per process")
+    p.add_argument("--hard-seconds", type=float, default=0,
+                   help="no process runs past this many seconds from the start (its timeout "
+                   "shortened to fit), so that the results are written in time (0: no limit)")
     p.add_argument("--cpus", default="gpu", help="as harm_run.py --cpus")
     p.add_argument("--tmpdir", help="where the file actions write (default: TMPDIR or /tmp)")
     p.add_argument("--dry-run", action="store_true",
@@ -209,10 +212,12 @@ def parse_summary(text):
     return found
 
 
-def run_group(g, arm, cycle, a, shim, logdir, index):
+def run_group(g, arm, cycle, a, shim, logdir, index, left=None):
     """One process (harm_run.run_one), the shim arm with its own log file;
-    its record gets the shim's summary."""
+    its record gets the shim's summary. left: seconds it may take at most."""
     b = copy.copy(a)
+    if left is not None:
+        b.timeout = max(1, int(min(a.timeout, left)))
     log = os.path.join(logdir, "g%02d-c%d-%s.log" % (index, cycle, arm))
     if arm == "shim":
         b.shim_env = a.shim_env + ["P2PSHIM_LOG=info", "P2PSHIM_LOG_FILE=" + log]
@@ -235,10 +240,12 @@ def run_all(a, shim, groups, logdir):
                 continue
             for k in range(len(harm_stats.ARMS)):
                 arm = harm_stats.ARMS[(k + c) % len(harm_stats.ARMS)]
-                if a.max_seconds and time.monotonic() - t0 > a.max_seconds:
+                now = time.monotonic() - t0
+                left = a.hard_seconds - now if a.hard_seconds else None
+                if (a.max_seconds and now > a.max_seconds) or (left is not None and left < 5):
                     stopped += 1
                     continue
-                records.append(run_group(g, arm, c, a, shim, logdir, i))
+                records.append(run_group(g, arm, c, a, shim, logdir, i, left))
         print("cycle %d/%d done: %d processes, %.1f s" % (c + 1, cycles, len(records),
                                                          time.monotonic() - t0), flush=True)
     if stopped:
