@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""harm_matrix.py: the misprediction matrix, what a wrong bounce prediction
-costs: harmbench --row miss (static and shared cudart) and harm_torch.py's
+"""harm_matrix.py: the misprediction matrix, what wrong bounce predictions cost.
+
+harmbench --row miss (static and shared cudart) and harm_torch.py's
 refilled pinned batch, without and with the shim, processes alternating as
 harm_run.py runs them (arms noshim, shim, noshim2 = the A/A pair, rotated
 per cycle; ratios paired per cycle, 90 % bootstrap intervals:

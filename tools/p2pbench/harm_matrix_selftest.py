@@ -121,6 +121,11 @@ def run():
     expect("bound: refill", state("refilled pinned batch"), "met")
     expect("bound: x.cpu().cuda()", state("x.cpu().cuda()"), "met")
     expect("bound: faults (20-10 at 64M and 1G)", state("faults do not grow"), "met")
+    grown = [dict(c, extras=dict(c["extras"], alt_faults_shim=10 + (262144 if c["bytes"] == GIB
+                                                                    else 16384)))
+             for c in cells]
+    expect("bound: faults one per page (16384 at 64M, 262144 at 1G)",
+           harm_matrix.faults_bound(grown).split()[0], "NOT")
     expect("bound: the read loop faster", state("alternating-read"), "met")
     expect("bound: bytes", state("every byte"), "met")
     records = [{"group": "g", "kind": "miss", "arm": l["arm"], "cycle": 0, "rc": 0,
