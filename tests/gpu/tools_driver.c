@@ -55,6 +55,9 @@ int main(void)
     CHECK_CU(cuMemcpyDtoD(b, a, N));
     show("d2d same-gpu", c0, b, host);
     CHECK_CU(cuMemsetD8(b, 0, N));
+    /* s is non-blocking: nothing orders it after the legacy stream's
+     * memset but this. */
+    CHECK_CU(cuCtxSynchronize());
     CHECK_CU(cuMemcpyDtoDAsync(b, a, N, s));
     CHECK_CU(cuStreamSynchronize(s));
     show("d2d async same-gpu", c0, b, host);
