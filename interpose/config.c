@@ -193,7 +193,7 @@ static bool is_tool_var(const char *entry, size_t name_len)
 /* Every name a user may mean, without the prefix: the shim's and the
  * tool's variables. */
 static const char *const near_names[] = {
-#define X(name, what) #name + PREFIX_LEN,
+#define X(name, what) &#name[PREFIX_LEN],
     P2PSHIM_CONFIG_VARS(X) P2PSHIM_TOOL_VARS(X)
 #undef X
 };

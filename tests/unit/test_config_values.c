@@ -197,72 +197,73 @@ void test_bounce_values(void)
 
 }
 
+/* want: the whole warning, or a prefix; as: the entry whose value the
+ * bad one stands for (NULL: the default). A variable that decides what
+ * the shim changes falls back to the choice that changes least. */
+static const struct {
+    const char *env, *want, *as;
+} bad[] = {
+    {"P2PSHIM_MIN_BYTES=12Q",
+     "P2PSHIM_MIN_BYTES=\"12Q\": not a byte count (digits with optional "
+     "K/M/G); keeping 0", NULL},
+    {"P2PSHIM_MODE=fast",
+     "P2PSHIM_MODE=\"fast\": not a mode (upgrade, observe or off); using off: "
+     "the shim changes nothing", "P2PSHIM_MODE=off"},
+    {"P2PSHIM_MODE=upgrade ",
+     "P2PSHIM_MODE=\"upgrade \": not a mode (upgrade, observe or off), did you "
+     "mean upgrade?; using off: the shim changes nothing", "P2PSHIM_MODE=off"},
+    {"P2PSHIM_MODE=obsrve",
+     "P2PSHIM_MODE=\"obsrve\": not a mode (upgrade, observe or off), did you "
+     "mean observe?; using off: the shim changes nothing", "P2PSHIM_MODE=off"},
+    {"P2PSHIM_MODE=UPGARDE", "P2PSHIM_MODE=\"UPGARDE\": not a mode (upgrade, "
+     "observe or off), did you mean upgrade?;", "P2PSHIM_MODE=off"},
+    {"P2PSHIM_LOG=verbose",
+     "P2PSHIM_LOG=\"verbose\": not a log level (error, warn, info or "
+     "debug); keeping warn", NULL},
+    {"P2PSHIM_DUMP_CONFIG=2",
+     "P2PSHIM_DUMP_CONFIG=\"2\": not a switch (1/0, yes/no, true/false, "
+     "on/off); keeping 0", NULL},
+    {"P2PSHIM_TRUST=sikp", "P2PSHIM_TRUST=\"sikp\": not a trust setting (check, skip "
+     "or recheck), did you mean skip?; keeping check", NULL},
+    {"P2PSHIM_PAIRS=0:x",
+     "P2PSHIM_PAIRS=\"0:x\": entry 1: expected a device ordinal or *; "
+     "upgrading no pair (none)", "P2PSHIM_PAIRS=none"},
+    {"P2PSHIM_PAIRS=0-1,32:0",
+     "P2PSHIM_PAIRS=\"0-1,32:0\": entry 2: device 32 out of range (0-31); "
+     "upgrading no pair (none)", "P2PSHIM_PAIRS=none"},
+    {"P2PSHIM_MIN_BYTES=-1", "P2PSHIM_MIN_BYTES=\"-1\": not a byte", NULL},
+    {"P2PSHIM_MIN_BYTES=99999999999999999999",
+     "P2PSHIM_MIN_BYTES=\"99999999999999999999\": not a byte", NULL},
+    {"P2PSHIM_BOUNCE=fast",
+     "P2PSHIM_BOUNCE=\"fast\": not a bounce mode (auto, lazy, eager or off); "
+     "using off: no bounced copy is changed", "P2PSHIM_BOUNCE=off"},
+    {"P2PSHIM_BOUNCE=lzy", "P2PSHIM_BOUNCE=\"lzy\": not a bounce mode (auto, lazy, "
+     "eager or off), did you mean lazy?; using off", "P2PSHIM_BOUNCE=off"},
+    {"P2PSHIM_LOG=infoo", "P2PSHIM_LOG=\"infoo\": not a log level (error, warn, info "
+     "or debug), did you mean info?; keeping warn", NULL},
+    {"P2PSHIM_CUPTI=ture", "P2PSHIM_CUPTI=\"ture\": not a switch (1/0, yes/no, "
+     "true/false, on/off), did you mean true?; keeping the default", NULL},
+    {"P2PSHIM_BOUNCE_BUDGET=0%",
+     "P2PSHIM_BOUNCE_BUDGET=\"0%\": not a byte count (K/M/G) or a percentage "
+     "(1%-100%); keeping 25%", NULL},
+    {"P2PSHIM_BOUNCE_BUDGET=101%", "P2PSHIM_BOUNCE_BUDGET=\"101%\": not a byte", NULL},
+    {"P2PSHIM_BOUNCE_BUDGET=%", "P2PSHIM_BOUNCE_BUDGET=\"%\": not a byte", NULL},
+    {"P2PSHIM_BOUNCE_BUDGET=5K%", "P2PSHIM_BOUNCE_BUDGET=\"5K%\": not a byte", NULL},
+    {"P2PSHIM_BOUNCE_BUDGET=lots", "P2PSHIM_BOUNCE_BUDGET=\"lots\": not a byte", NULL},
+    {"P2PSHIM_BOUNCE_CHUNK=1000",
+     "P2PSHIM_BOUNCE_CHUNK=\"1000\": not a multiple of 4K between 4K and 1G; "
+     "keeping 2097152", NULL},
+    {"P2PSHIM_BOUNCE_CHUNK=2G", "P2PSHIM_BOUNCE_CHUNK=\"2G\": not a multiple", NULL},
+    {"P2PSHIM_BOUNCE_MIN=4K",
+     "P2PSHIM_BOUNCE_MIN=\"4K\": not auto or a byte count (K/M/G) of at least 64K; "
+     "keeping auto", NULL},
+    {"P2PSHIM_BOUNCE_MIN=big", "P2PSHIM_BOUNCE_MIN=\"big\": not auto or a byte", NULL},
+    {"P2PSHIM_BOUNCE_CHUNK=6K", "P2PSHIM_BOUNCE_CHUNK=\"6K\": not a multiple", NULL},
+};
+
 void test_bad_values(void)
 {
     struct p2pshim_config cfg;
-    /* want: the whole warning, or a prefix; as: the entry whose value the
-     * bad one stands for (NULL: the default). A variable that decides what
-     * the shim changes falls back to the choice that changes least. */
-    static const struct {
-        const char *env, *want, *as;
-    } bad[] = {
-        {"P2PSHIM_MIN_BYTES=12Q",
-         "P2PSHIM_MIN_BYTES=\"12Q\": not a byte count (digits with optional "
-         "K/M/G); keeping 0", NULL},
-        {"P2PSHIM_MODE=fast",
-         "P2PSHIM_MODE=\"fast\": not a mode (upgrade, observe or off); using off: "
-         "the shim changes nothing", "P2PSHIM_MODE=off"},
-        {"P2PSHIM_MODE=upgrade ",
-         "P2PSHIM_MODE=\"upgrade \": not a mode (upgrade, observe or off), did you "
-         "mean upgrade?; using off: the shim changes nothing", "P2PSHIM_MODE=off"},
-        {"P2PSHIM_MODE=obsrve",
-         "P2PSHIM_MODE=\"obsrve\": not a mode (upgrade, observe or off), did you "
-         "mean observe?; using off: the shim changes nothing", "P2PSHIM_MODE=off"},
-        {"P2PSHIM_MODE=UPGARDE", "P2PSHIM_MODE=\"UPGARDE\": not a mode (upgrade, "
-         "observe or off), did you mean upgrade?;", "P2PSHIM_MODE=off"},
-        {"P2PSHIM_LOG=verbose",
-         "P2PSHIM_LOG=\"verbose\": not a log level (error, warn, info or "
-         "debug); keeping warn", NULL},
-        {"P2PSHIM_DUMP_CONFIG=2",
-         "P2PSHIM_DUMP_CONFIG=\"2\": not a switch (1/0, yes/no, true/false, "
-         "on/off); keeping 0", NULL},
-        {"P2PSHIM_TRUST=sikp", "P2PSHIM_TRUST=\"sikp\": not a trust setting (check, skip "
-         "or recheck), did you mean skip?; keeping check", NULL},
-        {"P2PSHIM_PAIRS=0:x",
-         "P2PSHIM_PAIRS=\"0:x\": entry 1: expected a device ordinal or *; "
-         "upgrading no pair (none)", "P2PSHIM_PAIRS=none"},
-        {"P2PSHIM_PAIRS=0-1,32:0",
-         "P2PSHIM_PAIRS=\"0-1,32:0\": entry 2: device 32 out of range (0-31); "
-         "upgrading no pair (none)", "P2PSHIM_PAIRS=none"},
-        {"P2PSHIM_MIN_BYTES=-1", "P2PSHIM_MIN_BYTES=\"-1\": not a byte", NULL},
-        {"P2PSHIM_MIN_BYTES=99999999999999999999",
-         "P2PSHIM_MIN_BYTES=\"99999999999999999999\": not a byte", NULL},
-        {"P2PSHIM_BOUNCE=fast",
-         "P2PSHIM_BOUNCE=\"fast\": not a bounce mode (auto, lazy, eager or off); "
-         "using off: no bounced copy is changed", "P2PSHIM_BOUNCE=off"},
-        {"P2PSHIM_BOUNCE=lzy", "P2PSHIM_BOUNCE=\"lzy\": not a bounce mode (auto, lazy, "
-         "eager or off), did you mean lazy?; using off", "P2PSHIM_BOUNCE=off"},
-        {"P2PSHIM_LOG=infoo", "P2PSHIM_LOG=\"infoo\": not a log level (error, warn, info "
-         "or debug), did you mean info?; keeping warn", NULL},
-        {"P2PSHIM_CUPTI=ture", "P2PSHIM_CUPTI=\"ture\": not a switch (1/0, yes/no, "
-         "true/false, on/off), did you mean true?; keeping the default", NULL},
-        {"P2PSHIM_BOUNCE_BUDGET=0%",
-         "P2PSHIM_BOUNCE_BUDGET=\"0%\": not a byte count (K/M/G) or a percentage "
-         "(1%-100%); keeping 25%", NULL},
-        {"P2PSHIM_BOUNCE_BUDGET=101%", "P2PSHIM_BOUNCE_BUDGET=\"101%\": not a byte", NULL},
-        {"P2PSHIM_BOUNCE_BUDGET=%", "P2PSHIM_BOUNCE_BUDGET=\"%\": not a byte", NULL},
-        {"P2PSHIM_BOUNCE_BUDGET=5K%", "P2PSHIM_BOUNCE_BUDGET=\"5K%\": not a byte", NULL},
-        {"P2PSHIM_BOUNCE_BUDGET=lots", "P2PSHIM_BOUNCE_BUDGET=\"lots\": not a byte", NULL},
-        {"P2PSHIM_BOUNCE_CHUNK=1000",
-         "P2PSHIM_BOUNCE_CHUNK=\"1000\": not a multiple of 4K between 4K and 1G; "
-         "keeping 2097152", NULL},
-        {"P2PSHIM_BOUNCE_CHUNK=2G", "P2PSHIM_BOUNCE_CHUNK=\"2G\": not a multiple", NULL},
-        {"P2PSHIM_BOUNCE_MIN=4K",
-         "P2PSHIM_BOUNCE_MIN=\"4K\": not auto or a byte count (K/M/G) of at least 64K; "
-         "keeping auto", NULL},
-        {"P2PSHIM_BOUNCE_MIN=big", "P2PSHIM_BOUNCE_MIN=\"big\": not auto or a byte", NULL},
-        {"P2PSHIM_BOUNCE_CHUNK=6K", "P2PSHIM_BOUNCE_CHUNK=\"6K\": not a multiple", NULL},
-    };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         struct p2pshim_config want;
         CHECK(parse(&want, bad[i].as, NULL) == 0);
