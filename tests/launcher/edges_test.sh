@@ -118,18 +118,20 @@ case_folder_logs() {
     mkdir "$dir/run/folder.jsonl"
     printf '{"type":"metrics","x":1}\n' >"$dir/run/foreign.jsonl"
     gzip -c "$dir/run/a.jsonl" | head -c 200 >"$dir/run/cut.jsonl.gz"
-    nbad=3
+    mkfifo "$dir/run/pipe.jsonl" # opened, it would block the report
+    nbad=4
     if [ "$(id -u)" -ne 0 ]; then
         cp "$dir/run/a.jsonl" "$dir/run/locked.jsonl" && chmod 000 "$dir/run/locked.jsonl"
-        nbad=4
+        nbad=5
     fi
     launch -- report "$dir/run" -o "$dir/r.json"
     expect_rc "folder with bad files" 0
     [ "$(wc -l <"$dir/err")" -eq "$nbad" ] || bad "folder: $nbad warnings wanted: $(cat "$dir/err")"
-    expect_err "folder" "^p2pshim: report: warning: skipping $dir/run/folder.jsonl: "
+    expect_err "folder" "^p2pshim: report: warning: skipping $dir/run/folder.jsonl: a folder$"
+    expect_err "folder" "^p2pshim: report: warning: skipping $dir/run/pipe.jsonl: not a regular file$"
     expect_err "folder" "^p2pshim: report: warning: skipping $dir/run/foreign.jsonl: not a p2pshim run log"
     expect_err "folder" "^p2pshim: report: warning: skipping $dir/run/cut.jsonl.gz: truncated gzip file$"
-    [ "$nbad" -eq 4 ] && expect_err "folder" "skipping $dir/run/locked.jsonl: cannot open: Permission denied$"
+    [ "$nbad" -eq 5 ] && expect_err "folder" "skipping $dir/run/locked.jsonl: cannot open: Permission denied$"
     CHECK schema "$dir/r.json" "$SCHEMA" 2 $((6 * MIB))
     # A glob's matches the same way.
     launch -- report "$dir/run/*.jsonl*" --format text -o "$dir/r.txt"

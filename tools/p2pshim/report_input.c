@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -144,6 +145,12 @@ FILE *report_input_open(const char *path, char *why, size_t why_len)
 
 bool report_log_usable(const char *path, char *why, size_t why_len)
 {
+    /* Not opened unless a file: a FIFO in a folder would block the report. */
+    struct stat st;
+    if (strcmp(path, "-") != 0 && stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        snprintf(why, why_len, "%s", S_ISDIR(st.st_mode) ? "a folder" : "not a regular file");
+        return false;
+    }
     FILE *f = report_input_open(path, why, why_len);
     if (!f)
         return false;
