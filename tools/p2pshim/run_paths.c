@@ -71,9 +71,9 @@ static bool split(const struct run_output *o, char *dir, char *file, bool *file_
            (!*file_known || outfile_expand_for(o->pattern, pid, file, PATH_MAX));
 }
 
-/* Makes dir and the folders above it where missing, as `mkdir -p`. On
- * failure, 0 with the folder that failed in bad: ENOTDIR when it is a
- * file, else errno. */
+/* Makes dir and the folders above it where missing, as `mkdir -p`.
+ * Returns 0, or the error with the folder that failed in bad: ENOTDIR
+ * when a name on the way is a file, else mkdir's or stat's errno. */
 static int make_folders(const char *dir, char *bad, size_t len)
 {
     char path[PATH_MAX];
