@@ -132,8 +132,22 @@ static const char *quote(const char *text, size_t n, char out[QUOTE_MAX + 4])
 
 /* ---- the environment --------------------------------------------------- */
 
-/* Sets one variable from its value; a bad value warns and leaves the
- * default: "NAME="value": why; keeping DEFAULT". */
+/* The problem with a value, as the warning says it before what the shim
+ * then does: NAME="value": why. False when the value is good (cfg then
+ * holds it); cfg is untouched otherwise. */
+static bool value_problem(struct p2pshim_config *cfg, const struct config_var *v,
+                          const char *value, char *line, size_t len)
+{
+    char why[192], q[QUOTE_MAX + 4];
+    if (config_kind_parse(v, cfg, value, why, sizeof why))
+        return false;
+    snprintf(line, len, "%s=\"%s\": %s", v->name, quote(value, SIZE_MAX, q), why);
+    return true;
+}
+
+/* Sets one variable from its value. A bad value warns and leaves what its
+ * row says: the choice that changes least (.on_bad), else the default:
+ * "NAME="value": why; keeping DEFAULT". */
 static void set_var(struct p2pshim_config *cfg, const struct config_var *v,
                     const char *value, struct warner *w)
 {
@@ -141,10 +155,12 @@ static void set_var(struct p2pshim_config *cfg, const struct config_var *v,
      * clears it): the default, which each field still holds here. */
     if (value[0] == '\0')
         return;
-    char why[128];
-    if (config_kind_parse(v, cfg, value, why, sizeof why))
+    char line[WARN_MAX], why[128];
+    if (!value_problem(cfg, v, value, line, sizeof line))
         return;
-    char kept[128], q[QUOTE_MAX + 4];
+    if (v->on_bad)
+        config_kind_parse(v, cfg, v->on_bad, why, sizeof why);
+    char kept[128];
     struct config_out o = {kept, sizeof kept, 0, false};
     if (v->kept) {
         config_put(&o, "%s", v->kept);
@@ -152,7 +168,7 @@ static void set_var(struct p2pshim_config *cfg, const struct config_var *v,
         config_put(&o, "keeping ");
         config_kind_print(v, cfg, &o, CONFIG_AS_KEPT);
     }
-    warnf(w, "%s=\"%s\": %s; %s", v->name, quote(value, SIZE_MAX, q), why, kept);
+    warnf(w, "%s; %s", line, kept);
 }
 
 /* The row of the variable that entry ("NAME=value") names, or -1. */
@@ -174,6 +190,47 @@ static bool is_tool_var(const char *entry, size_t name_len)
     return false;
 }
 
+/* Every name a user may mean, without the prefix: the shim's and the
+ * tool's variables. */
+static const char *const near_names[] = {
+#define X(name, what) &#name[PREFIX_LEN],
+    P2PSHIM_CONFIG_VARS(X) P2PSHIM_TOOL_VARS(X)
+#undef X
+};
+
+/* The warning about an unknown name: its near miss, else the known ones. */
+static void unknown_problem(const char *entry, size_t name_len, char *line, size_t len)
+{
+    char q[QUOTE_MAX + 4];
+    int near = config_name_near(near_names, (int)(sizeof near_names / sizeof near_names[0]),
+                                entry + PREFIX_LEN, name_len - PREFIX_LEN);
+    if (near >= 0)
+        snprintf(line, len, "unknown variable %s, did you mean " PREFIX "%s?",
+                 quote(entry, name_len, q), near_names[near]);
+    else
+        snprintf(line, len, "unknown variable %s (known: %s)", quote(entry, name_len, q),
+                 known_list + 2);
+}
+
+enum { ENTRY_UNKNOWN = -1, ENTRY_NOT_OURS = -2 };
+
+/* The row entry ("NAME=value") names, ENTRY_UNKNOWN for another
+ * P2PSHIM_* name, or ENTRY_NOT_OURS; *value is where its value starts. */
+static int entry_var(const char *entry, const char **value)
+{
+    if (strncmp(entry, PREFIX, PREFIX_LEN) != 0)
+        return ENTRY_NOT_OURS;
+    const char *eq = strchr(entry, '=');
+    if (!eq)
+        return ENTRY_NOT_OURS; /* not a variable */
+    size_t name_len = (size_t)(eq - entry);
+    *value = eq + 1;
+    int id = find_var(entry, name_len);
+    if (id < 0 && is_tool_var(entry, name_len))
+        return ENTRY_NOT_OURS;
+    return id < 0 ? ENTRY_UNKNOWN : id;
+}
+
 int config_parse(struct p2pshim_config *cfg, char *const *envp,
                  void (*warn)(const char *line))
 {
@@ -181,29 +238,47 @@ int config_parse(struct p2pshim_config *cfg, char *const *envp,
     bool seen[VAR_COUNT] = {false};
     config_set_defaults(cfg);
     for (char *const *e = envp; e && *e; e++) {
-        const char *entry = *e;
-        if (strncmp(entry, PREFIX, PREFIX_LEN) != 0)
+        const char *value = NULL;
+        int id = entry_var(*e, &value);
+        if (id == ENTRY_NOT_OURS)
             continue;
-        const char *eq = strchr(entry, '=');
-        if (!eq)
-            continue; /* not a variable */
-        size_t name_len = (size_t)(eq - entry);
-        int id = find_var(entry, name_len);
-        if (id < 0 && is_tool_var(entry, name_len))
-            continue;
-        if (id < 0) {
-            char q[QUOTE_MAX + 4];
-            warnf(&w, "unknown variable %s (known: %s)",
-                  quote(entry, name_len, q), known_list + 2);
+        if (id == ENTRY_UNKNOWN) {
+            char line[WARN_MAX];
+            unknown_problem(*e, (size_t)(value - 1 - *e), line, sizeof line);
+            warnf(&w, "%s", line);
             continue;
         }
         /* Like getenv: the first of duplicated entries counts. */
         if (seen[id])
             continue;
         seen[id] = true;
-        set_var(cfg, &config_vars[id], eq + 1, &w);
+        set_var(cfg, &config_vars[id], value, &w);
     }
     return w.count;
+}
+
+enum config_entry_verdict config_check_entry(const char *entry, char *why,
+                                             size_t why_len)
+{
+    const char *value = NULL;
+    int id = entry_var(entry, &value);
+    char line[WARN_MAX];
+    struct p2pshim_config scratch;
+    if (why_len)
+        why[0] = '\0';
+    if (id == ENTRY_NOT_OURS)
+        return CONFIG_ENTRY_NOT_OURS;
+    if (id == ENTRY_UNKNOWN) {
+        unknown_problem(entry, (size_t)(value - 1 - entry), line, sizeof line);
+        snprintf(why, why_len, "%s", line);
+        return CONFIG_ENTRY_UNKNOWN;
+    }
+    config_set_defaults(&scratch);
+    if (value[0] == '\0' ||
+        !value_problem(&scratch, &config_vars[id], value, line, sizeof line))
+        return CONFIG_ENTRY_OK;
+    snprintf(why, why_len, "%s", line);
+    return CONFIG_ENTRY_BAD;
 }
 
 /* ---- dump -------------------------------------------------------------- */

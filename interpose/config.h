@@ -1,6 +1,9 @@
 /* Configuration: every P2PSHIM_* variable is named here, parsed once into
- * one struct. A bad value warns once (one line, "p2pshim: warning: ...")
- * and keeps the default; an unknown P2PSHIM_* name warns once too. */
+ * one struct. A bad value warns once (one line, "p2pshim: warning: ...");
+ * for a variable that decides what the shim changes (P2PSHIM_MODE,
+ * P2PSHIM_BOUNCE, P2PSHIM_PAIRS) it stands for the choice that changes
+ * least (off, no pair), for the others it keeps the default. An unknown
+ * P2PSHIM_* name warns once too, with its near miss. */
 #ifndef P2PSHIM_CONFIG_H
 #define P2PSHIM_CONFIG_H
 
@@ -79,6 +82,11 @@ extern const char *const p2pshim_trust_names[P2PSHIM_TRUST_COUNT];
 /* The index of text in names[0..count), in any case, or -1. */
 int config_name_find(const char *const *names, int count, const char *text);
 
+/* The index of the name of names[0..count) that text[0..len) is likely a
+ * typo of (case aside: one slip in a name of up to 5 characters, two in a
+ * longer one, and a single best match), or -1. */
+int config_name_near(const char *const *names, int count, const char *text, size_t len);
+
 /* Writes names[0..count) as a list, "a, b or c", into buf (cut to len). */
 void config_name_list(const char *const *names, int count, char *buf, size_t len);
 
@@ -111,19 +119,41 @@ void config_set_defaults(struct p2pshim_config *cfg);
 
 /* Parses from an environment block (NULL-terminated "NAME=value" strings,
  * like environ) into *cfg, starting from the defaults. Every problem is
- * reported through warn(line) once, with the default kept; warn may be
- * NULL. Returns the number of warnings. Pure: reads nothing else (but the
+ * reported through warn(line) once; a bad value leaves what its row says
+ * (the default, or for the variables that decide what the shim changes the
+ * choice that changes least); warn may be NULL. Returns the number of warnings. Pure: reads nothing else (but the
  * pid and host name, for %p and %h), so unit tests feed it arbitrary
  * blocks. The variables of P2PSHIM_TOOL_VARS are skipped without a word.
  * The line given to warn has no prefix and no newline, e.g.
- *   P2PSHIM_MODE="fast": not a mode (upgrade, observe or off); keeping upgrade
- * (the log adds "p2pshim: warning: "). Values are exact apart from case
+ *   P2PSHIM_LOG="loud": not a log level (error, warn, info or debug); keeping warn
+ *   P2PSHIM_MODE="obsrve": not a mode (upgrade, observe or off), did you
+ *   mean observe?; using off: the shim changes nothing
+ *   unknown variable P2PSHIM_MODEE, did you mean P2PSHIM_MODE?
+ * (the log adds "p2pshim: warning: ").
+ * Values are exact apart from case
  * (no spaces trimmed). An empty value is the same as an unset variable
  * (for P2PSHIM_LOG_FILE: stderr). Of duplicated entries the first counts,
  * as with getenv. Names are case-sensitive; entries not starting with
  * "P2PSHIM_" are ignored. */
 int config_parse(struct p2pshim_config *cfg, char *const *envp,
                  void (*warn)(const char *line));
+
+/* What config_check_entry finds in one entry. */
+enum config_entry_verdict {
+    CONFIG_ENTRY_OK,       /* a variable of the shim, its value taken */
+    CONFIG_ENTRY_NOT_OURS, /* not P2PSHIM_*, no '=', or a tool variable */
+    CONFIG_ENTRY_UNKNOWN,  /* a P2PSHIM_* name that is no variable */
+    CONFIG_ENTRY_BAD,      /* a variable of the shim with a bad value */
+};
+
+/* Checks one "NAME=value" entry as config_parse reads it. For UNKNOWN and
+ * BAD, why gets config_parse's warning without what the shim then does
+ * ("; using off: ..."), e.g.
+ *   P2PSHIM_MODE="obsrve": not a mode (upgrade, observe or off), did you
+ *   mean observe?
+ * so that the launcher, which refuses a bad value, says it the same way. */
+enum config_entry_verdict config_check_entry(const char *entry, char *why,
+                                             size_t why_len);
 
 /* P2PSHIM_PAIRS grammar, comma-separated entries, spaces ignored:
  *   A:B    the ordered pair, device A to device B

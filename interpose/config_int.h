@@ -57,6 +57,8 @@ struct config_var {
     const char *doc;           /* README's default, where the value is not it */
     const char *expect;        /* bytes, count: "not EXPECT" */
     const char *kept;          /* after a bad value, if not "keeping VALUE" */
+    const char *on_bad;        /* what a bad value stands for, where not the
+                                  default: the choice that changes least */
     const char *const *names;  /* enum: the names by value */
     int nnames;
     const char *noun;          /* enum: "not a NOUN (a, b or c)" */

@@ -137,7 +137,11 @@ static bool parse_switch(const struct config_var *v, struct p2pshim_config *cfg,
         if (strcasecmp(value, off[i]) == 0)
             return write_int(v, cfg, 0), true;
     }
-    snprintf(why, why_len, "not a switch (1/0, yes/no, true/false, on/off)");
+    static const char *const words[] = {"yes", "true", "on", "no", "false", "off"};
+    int near = config_name_near(words, 6, value, strlen(value));
+    snprintf(why, why_len, "not a switch (1/0, yes/no, true/false, on/off)%s%s%s",
+             near >= 0 ? ", did you mean " : "", near >= 0 ? words[near] : "",
+             near >= 0 ? "?" : "");
     return false;
 }
 
@@ -158,7 +162,10 @@ static bool parse_enum(const struct config_var *v, struct p2pshim_config *cfg,
     if (i < 0) {
         char list[128];
         config_name_list(v->names, v->nnames, list, sizeof list);
-        snprintf(why, why_len, "not a %s (%s)", v->noun, list);
+        int near = config_name_near(v->names, v->nnames, value, strlen(value));
+        snprintf(why, why_len, "not a %s (%s)%s%s%s", v->noun, list,
+                 near >= 0 ? ", did you mean " : "", near >= 0 ? v->names[near] : "",
+                 near >= 0 ? "?" : "");
         return false;
     }
     write_int(v, cfg, i);

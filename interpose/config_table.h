@@ -12,18 +12,23 @@
  *   CONFIG_CUSTOM(handler)              its own syntax (config_int.h)
  * and .def (the default), .doc (the default as the README words it, where
  * the value alone would not say it), .expect ("not EXPECT" in a warning)
- * and .kept (what a bad value leaves, where not "keeping VALUE"). Only
- * config.c expands the descriptors. */
+ * and .kept (what a bad value leaves, where not "keeping VALUE"). A
+ * variable that decides what the shim changes has .on_bad: the value a bad
+ * one stands for, the choice that changes least (a typo must never change
+ * more of the program than the user asked), with a .kept that says so.
+ * Only config.c expands the descriptors. */
 #ifndef P2PSHIM_CONFIG_TABLE_H
 #define P2PSHIM_CONFIG_TABLE_H
 
 #define P2PSHIM_CONFIG_TABLE(ROW, X)                                          \
     ROW(X, P2PSHIM_MODE, "upgrade (default), observe or off",                 \
         (CONFIG_ENUM(mode, p2pshim_mode_names, "mode"),                       \
-         .def = P2PSHIM_MODE_UPGRADE))                                        \
+         .def = P2PSHIM_MODE_UPGRADE, .on_bad = "off",                        \
+         .kept = "using off: the shim changes nothing"))                      \
     ROW(X, P2PSHIM_PAIRS, "device pairs to upgrade or exclude, e.g. 0-1,!2:3", \
         (CONFIG_CUSTOM(&config_pairs_handler), .def_text = "all",             \
-         .doc = "all pairs", .kept = "keeping all pairs"))                    \
+         .doc = "all pairs", .on_bad = "none",                                \
+         .kept = "upgrading no pair (none)"))                                 \
     ROW(X, P2PSHIM_MIN_BYTES, "smallest copy to upgrade; K/M/G suffixes (KiB)", \
         (CONFIG_BYTES(min_bytes, 0, SIZE_MAX, 1), .def = 0,                   \
          .expect = "a byte count (digits with optional K/M/G)"))              \
@@ -47,7 +52,8 @@
          .expect = "a positive count (K/M/G allowed)"))                       \
     ROW(X, P2PSHIM_BOUNCE, "host-bounced copies: auto (default), lazy, eager or off", \
         (CONFIG_ENUM(bounce, p2pshim_bounce_names, "bounce mode"),            \
-         .def = P2PSHIM_BOUNCE_AUTO))                                         \
+         .def = P2PSHIM_BOUNCE_AUTO, .on_bad = "off",                         \
+         .kept = "using off: no bounced copy is changed"))                    \
     ROW(X, P2PSHIM_BOUNCE_MIN,                                                \
         "smallest D2H to take a bounce snapshot of: bytes (K/M/G, "           \
         "at least 64K) or auto (default: 1M pageable, 16M pinned)",           \

@@ -7,7 +7,8 @@
 # or through sudo. The CUDA toolkit is not installed here: its cuda.h is
 # checked for, and named when missing. On the GPU machine, which reaches no
 # package registry, the build uses the copies carried in .deps/ (uthash.h,
-# jansson) and this script is not run.
+# jansson, and zlib where the machine lacks zlib.h) and this script is not
+# run.
 set -eu
 tests=0
 case "${1:-}" in
@@ -44,6 +45,7 @@ want make has make
 want gcc has gcc
 want uthash-dev [ -f /usr/include/uthash.h ]
 want libjansson-dev [ -f /usr/include/jansson.h ]
+want zlib1g-dev [ -f /usr/include/zlib.h ]    # the report reads gzip-compressed logs
 if [ "$tests" = 1 ]; then
     want chromium has chromium             # the HTML report in a headless browser
     want dpkg-dev has dpkg-shlibdeps       # the .deb's dependencies (cpack)

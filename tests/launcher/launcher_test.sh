@@ -409,8 +409,8 @@ case_job_tree() {
     CHECK_JOB prefix "$dir/err" 4
     launch -- report "$1" -o "$dir/out.txt"; expect_rc "report the folder" 0
     CHECK_JOB text "$dir/out.txt" 4
-    launch -- report "$1/*.jsonl" -o "$dir/trace.json"; expect_rc "trace of a glob" 0
-    CHECK_JOB trace "$dir/trace.json" 4
+    launch -- report "$1/*.jsonl" -o "$dir/job.trace.json"; expect_rc "trace of a glob" 0
+    CHECK_JOB trace "$dir/job.trace.json" 4
     cd "$dir" || return
 }
 

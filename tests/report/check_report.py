@@ -361,9 +361,11 @@ def check_cli():
         os.mkdir(os.path.join(tmp, "empty"))
         r = run(os.path.join(tmp, "empty"))
         check(r.returncode == 1 and "no run log" in r.stderr, "empty folder: %r" % r.stderr)
-        # The extension of -o picks the format; a failed run leaves no file.
-        for ext, start in ((".html", "<!DOCTYPE html>"), (".json", '{"traceEvents":['),
-                           (".txt", "p2pshim report: ")):
+        # The name of -o picks the format; a failed run leaves no file.
+        for ext, start in ((".html", "<!DOCTYPE html>"), (".trace.json", '{"traceEvents":['),
+                           (".pftrace", '{"traceEvents":['), (".txt", "p2pshim report: "),
+                           (".json", '{\n "schema": "p2pshim-report"'),
+                           (".csv", "host,src_gpu,")):
             out = os.path.join(tmp, "r" + ext)
             r = run("-o", out, log)
             check(r.returncode == 0 and open(out).read().startswith(start), "-o " + ext)

@@ -131,7 +131,7 @@ void test_observability_values(void)
     CHECK(parse(&cfg, "P2PSHIM_CUPTI=maybe", NULL) == 1 && cfg.cupti == -1);
     CHECK(parse(&cfg, "P2PSHIM_RECORD_LIMIT=0", NULL) == 1 && cfg.record_limit == 262144);
     CHECK(parse(&cfg, "P2PSHIM_RECORD_LIMIT=-5", NULL) == 1 && cfg.record_limit == 262144);
-    CHECK(parse(&cfg, "P2PSHIM_MODE=watch", NULL) == 1 && cfg.mode == P2PSHIM_MODE_UPGRADE);
+    CHECK(parse(&cfg, "P2PSHIM_MODE=watch", NULL) == 1 && cfg.mode == P2PSHIM_MODE_OFF);
 }
 
 /* P2PSHIM_LINK_IDLE_MS: off by default, milliseconds, bad values kept. */
@@ -197,59 +197,79 @@ void test_bounce_values(void)
 
 }
 
+/* want: the whole warning, or a prefix; as: the entry whose value the
+ * bad one stands for (NULL: the default). A variable that decides what
+ * the shim changes falls back to the choice that changes least. */
+static const struct {
+    const char *env, *want, *as;
+} bad[] = {
+    {"P2PSHIM_MIN_BYTES=12Q",
+     "P2PSHIM_MIN_BYTES=\"12Q\": not a byte count (digits with optional "
+     "K/M/G); keeping 0", NULL},
+    {"P2PSHIM_MODE=fast",
+     "P2PSHIM_MODE=\"fast\": not a mode (upgrade, observe or off); using off: "
+     "the shim changes nothing", "P2PSHIM_MODE=off"},
+    {"P2PSHIM_MODE=upgrade ",
+     "P2PSHIM_MODE=\"upgrade \": not a mode (upgrade, observe or off), did you "
+     "mean upgrade?; using off: the shim changes nothing", "P2PSHIM_MODE=off"},
+    {"P2PSHIM_MODE=obsrve",
+     "P2PSHIM_MODE=\"obsrve\": not a mode (upgrade, observe or off), did you "
+     "mean observe?; using off: the shim changes nothing", "P2PSHIM_MODE=off"},
+    {"P2PSHIM_MODE=UPGARDE", "P2PSHIM_MODE=\"UPGARDE\": not a mode (upgrade, "
+     "observe or off), did you mean upgrade?;", "P2PSHIM_MODE=off"},
+    {"P2PSHIM_LOG=verbose",
+     "P2PSHIM_LOG=\"verbose\": not a log level (error, warn, info or "
+     "debug); keeping warn", NULL},
+    {"P2PSHIM_DUMP_CONFIG=2",
+     "P2PSHIM_DUMP_CONFIG=\"2\": not a switch (1/0, yes/no, true/false, "
+     "on/off); keeping 0", NULL},
+    {"P2PSHIM_TRUST=sikp", "P2PSHIM_TRUST=\"sikp\": not a trust setting (check, skip "
+     "or recheck), did you mean skip?; keeping check", NULL},
+    {"P2PSHIM_PAIRS=0:x",
+     "P2PSHIM_PAIRS=\"0:x\": entry 1: expected a device ordinal or *; "
+     "upgrading no pair (none)", "P2PSHIM_PAIRS=none"},
+    {"P2PSHIM_PAIRS=0-1,32:0",
+     "P2PSHIM_PAIRS=\"0-1,32:0\": entry 2: device 32 out of range (0-31); "
+     "upgrading no pair (none)", "P2PSHIM_PAIRS=none"},
+    {"P2PSHIM_MIN_BYTES=-1", "P2PSHIM_MIN_BYTES=\"-1\": not a byte", NULL},
+    {"P2PSHIM_MIN_BYTES=99999999999999999999",
+     "P2PSHIM_MIN_BYTES=\"99999999999999999999\": not a byte", NULL},
+    {"P2PSHIM_BOUNCE=fast",
+     "P2PSHIM_BOUNCE=\"fast\": not a bounce mode (auto, lazy, eager or off); "
+     "using off: no bounced copy is changed", "P2PSHIM_BOUNCE=off"},
+    {"P2PSHIM_BOUNCE=lzy", "P2PSHIM_BOUNCE=\"lzy\": not a bounce mode (auto, lazy, "
+     "eager or off), did you mean lazy?; using off", "P2PSHIM_BOUNCE=off"},
+    {"P2PSHIM_LOG=infoo", "P2PSHIM_LOG=\"infoo\": not a log level (error, warn, info "
+     "or debug), did you mean info?; keeping warn", NULL},
+    {"P2PSHIM_CUPTI=ture", "P2PSHIM_CUPTI=\"ture\": not a switch (1/0, yes/no, "
+     "true/false, on/off), did you mean true?; keeping the default", NULL},
+    {"P2PSHIM_BOUNCE_BUDGET=0%",
+     "P2PSHIM_BOUNCE_BUDGET=\"0%\": not a byte count (K/M/G) or a percentage "
+     "(1%-100%); keeping 25%", NULL},
+    {"P2PSHIM_BOUNCE_BUDGET=101%", "P2PSHIM_BOUNCE_BUDGET=\"101%\": not a byte", NULL},
+    {"P2PSHIM_BOUNCE_BUDGET=%", "P2PSHIM_BOUNCE_BUDGET=\"%\": not a byte", NULL},
+    {"P2PSHIM_BOUNCE_BUDGET=5K%", "P2PSHIM_BOUNCE_BUDGET=\"5K%\": not a byte", NULL},
+    {"P2PSHIM_BOUNCE_BUDGET=lots", "P2PSHIM_BOUNCE_BUDGET=\"lots\": not a byte", NULL},
+    {"P2PSHIM_BOUNCE_CHUNK=1000",
+     "P2PSHIM_BOUNCE_CHUNK=\"1000\": not a multiple of 4K between 4K and 1G; "
+     "keeping 2097152", NULL},
+    {"P2PSHIM_BOUNCE_CHUNK=2G", "P2PSHIM_BOUNCE_CHUNK=\"2G\": not a multiple", NULL},
+    {"P2PSHIM_BOUNCE_MIN=4K",
+     "P2PSHIM_BOUNCE_MIN=\"4K\": not auto or a byte count (K/M/G) of at least 64K; "
+     "keeping auto", NULL},
+    {"P2PSHIM_BOUNCE_MIN=big", "P2PSHIM_BOUNCE_MIN=\"big\": not auto or a byte", NULL},
+    {"P2PSHIM_BOUNCE_CHUNK=6K", "P2PSHIM_BOUNCE_CHUNK=\"6K\": not a multiple", NULL},
+};
+
 void test_bad_values(void)
 {
     struct p2pshim_config cfg;
-    static const struct {
-        const char *env, *want; /* want: the whole warning, or a prefix */
-    } bad[] = {
-        {"P2PSHIM_MIN_BYTES=12Q",
-         "P2PSHIM_MIN_BYTES=\"12Q\": not a byte count (digits with optional "
-         "K/M/G); keeping 0"},
-        {"P2PSHIM_MODE=fast",
-         "P2PSHIM_MODE=\"fast\": not a mode (upgrade, observe or off); keeping "
-         "upgrade"},
-        {"P2PSHIM_MODE=upgrade ",
-         "P2PSHIM_MODE=\"upgrade \": not a mode (upgrade, observe or off); keeping "
-         "upgrade"},
-        {"P2PSHIM_LOG=verbose",
-         "P2PSHIM_LOG=\"verbose\": not a log level (error, warn, info or "
-         "debug); keeping warn"},
-        {"P2PSHIM_DUMP_CONFIG=2",
-         "P2PSHIM_DUMP_CONFIG=\"2\": not a switch (1/0, yes/no, true/false, "
-         "on/off); keeping 0"},
-        {"P2PSHIM_PAIRS=0:x",
-         "P2PSHIM_PAIRS=\"0:x\": entry 1: expected a device ordinal or *; "
-         "keeping all pairs"},
-        {"P2PSHIM_PAIRS=0-1,32:0",
-         "P2PSHIM_PAIRS=\"0-1,32:0\": entry 2: device 32 out of range (0-31); "
-         "keeping all pairs"},
-        {"P2PSHIM_MIN_BYTES=-1", "P2PSHIM_MIN_BYTES=\"-1\": not a byte"},
-        {"P2PSHIM_MIN_BYTES=99999999999999999999",
-         "P2PSHIM_MIN_BYTES=\"99999999999999999999\": not a byte"},
-        {"P2PSHIM_BOUNCE=fast",
-         "P2PSHIM_BOUNCE=\"fast\": not a bounce mode (auto, lazy, eager or off); "
-         "keeping auto"},
-        {"P2PSHIM_BOUNCE_BUDGET=0%",
-         "P2PSHIM_BOUNCE_BUDGET=\"0%\": not a byte count (K/M/G) or a percentage "
-         "(1%-100%); keeping 25%"},
-        {"P2PSHIM_BOUNCE_BUDGET=101%", "P2PSHIM_BOUNCE_BUDGET=\"101%\": not a byte"},
-        {"P2PSHIM_BOUNCE_BUDGET=%", "P2PSHIM_BOUNCE_BUDGET=\"%\": not a byte"},
-        {"P2PSHIM_BOUNCE_BUDGET=5K%", "P2PSHIM_BOUNCE_BUDGET=\"5K%\": not a byte"},
-        {"P2PSHIM_BOUNCE_BUDGET=lots", "P2PSHIM_BOUNCE_BUDGET=\"lots\": not a byte"},
-        {"P2PSHIM_BOUNCE_CHUNK=1000",
-         "P2PSHIM_BOUNCE_CHUNK=\"1000\": not a multiple of 4K between 4K and 1G; "
-         "keeping 2097152"},
-        {"P2PSHIM_BOUNCE_CHUNK=2G", "P2PSHIM_BOUNCE_CHUNK=\"2G\": not a multiple"},
-        {"P2PSHIM_BOUNCE_MIN=4K",
-         "P2PSHIM_BOUNCE_MIN=\"4K\": not auto or a byte count (K/M/G) of at least 64K; "
-         "keeping auto"},
-        {"P2PSHIM_BOUNCE_MIN=big", "P2PSHIM_BOUNCE_MIN=\"big\": not auto or a byte"},
-        {"P2PSHIM_BOUNCE_CHUNK=6K", "P2PSHIM_BOUNCE_CHUNK=\"6K\": not a multiple"},
-    };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct p2pshim_config want;
+        CHECK(parse(&want, bad[i].as, NULL) == 0);
         CHECK(parse(&cfg, bad[i].env, NULL) == 1);
-        CHECK(is_default(&cfg));
+        CHECK(same_config(&cfg, &want));
+        CHECK(bad[i].as != NULL || is_default(&cfg));
         if (strncmp(lines[0], bad[i].want, strlen(bad[i].want)) != 0) {
             fprintf(stderr, "%s:%d: warning \"%s\", want \"%s\"\n", __FILE__,
                     __LINE__, lines[0], bad[i].want);
@@ -260,7 +280,8 @@ void test_bad_values(void)
 
 }
 
-/* A bad value keeps the default, not an earlier good one, and each bad
+/* A bad value keeps the default (or, for what decides the shim's changes,
+ * the least change), not an earlier good one, and each bad
  * variable warns once: one per variable, none for the good ones; the
  * warning line is short and clean. */
 void test_bad_values_warn_once(void)
@@ -269,9 +290,12 @@ void test_bad_values_warn_once(void)
     CHECK(parse(&cfg, "P2PSHIM_MODE=x", "P2PSHIM_LOG=y", "P2PSHIM_MIN_BYTES=z",
                 "P2PSHIM_DUMP_CONFIG=w", "P2PSHIM_PAIRS=v", "P2PSHIM_LOG_FILE=ok",
                 NULL) == 5);
-    CHECK(cfg.mode == P2PSHIM_MODE_UPGRADE);
+    CHECK(cfg.mode == P2PSHIM_MODE_OFF);
     CHECK(cfg.log_level == P2PSHIM_LOG_WARN);
-    CHECK(cfg.min_bytes == 0 && !cfg.dump_config && all_pairs(&cfg));
+    CHECK(cfg.min_bytes == 0 && !cfg.dump_config && !all_pairs(&cfg));
+    for (int s = 0; s < P2PSHIM_MAX_DEVICES; s++)
+        for (int d = 0; d < P2PSHIM_MAX_DEVICES; d++)
+            CHECK(cfg.pair_allowed[s][d] == (s == d));
     CHECK_STR(cfg.log_file, "ok");
     CHECK(strstr(lines[0], "P2PSHIM_MODE=") == lines[0]);
     CHECK(strstr(lines[4], "P2PSHIM_PAIRS=") == lines[4]);
@@ -312,18 +336,25 @@ void test_names(void)
     struct p2pshim_config cfg;
     CHECK(parse(&cfg, "P2PSHIM_MODEE=off", NULL) == 1);
     CHECK(cfg.mode == P2PSHIM_MODE_UPGRADE);
+    CHECK_STR(lines[0], "unknown variable P2PSHIM_MODEE, did you mean P2PSHIM_MODE?");
+    /* No near miss: the known names. */
+    CHECK(parse(&cfg, "P2PSHIM_FROBNICATE=1", NULL) == 1);
     CHECK_STR(lines[0],
-              "unknown variable P2PSHIM_MODEE (known: P2PSHIM_MODE, "
+              "unknown variable P2PSHIM_FROBNICATE (known: P2PSHIM_MODE, "
               "P2PSHIM_PAIRS, P2PSHIM_MIN_BYTES, P2PSHIM_LOG, "
               "P2PSHIM_LOG_FILE, P2PSHIM_DUMP_CONFIG, P2PSHIM_RUN_LOG, P2PSHIM_CUPTI, P2PSHIM_RECORD_LIMIT, "
               "P2PSHIM_BOUNCE, P2PSHIM_BOUNCE_MIN, P2PSHIM_BOUNCE_BUDGET, P2PSHIM_BOUNCE_CHUNK, "
               "P2PSHIM_LINK_IDLE_MS, P2PSHIM_TRUST, P2PSHIM_TRUST_FILE, P2PSHIM_POOL_RELAY)");
 
     CHECK(parse(&cfg, "P2PSHIM_=1", "P2PSHIM_LOGFILE=x", "P2PSHIM_mode=off",
-                NULL) == 3);
+                "P2PSHIM_BOUNCEMIN=1M", "P2PSHIM_LIBRAY=/x.so", "P2PSHIM_X=1", NULL) == 6);
     CHECK(strncmp(lines[0], "unknown variable P2PSHIM_ (", 27) == 0);
-    CHECK(strncmp(lines[1], "unknown variable P2PSHIM_LOGFILE (", 34) == 0);
-    CHECK(strncmp(lines[2], "unknown variable P2PSHIM_mode (", 31) == 0);
+    CHECK_STR(lines[1], "unknown variable P2PSHIM_LOGFILE, did you mean P2PSHIM_LOG_FILE?");
+    CHECK_STR(lines[2], "unknown variable P2PSHIM_mode, did you mean P2PSHIM_MODE?");
+    CHECK_STR(lines[3], "unknown variable P2PSHIM_BOUNCEMIN, did you mean P2PSHIM_BOUNCE_MIN?");
+    /* The tool's variables are names a user may mean too. */
+    CHECK_STR(lines[4], "unknown variable P2PSHIM_LIBRAY, did you mean P2PSHIM_LIBRARY?");
+    CHECK(strncmp(lines[5], "unknown variable P2PSHIM_X (", 28) == 0);
     CHECK(is_default(&cfg));
 
     /* Not ours: ignored without a word. */

@@ -5,6 +5,7 @@
 #include <locale.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <glob.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -15,14 +16,16 @@
 #include "report_internal.h"
 
 static const char usage_text[] =
-    "usage: p2pshim report [--format text|json|trace|html] [-o FILE] [--topo FILE] LOG...\n"
+    "usage: p2pshim report [--format text|json|csv|trace|html] [-o FILE] [--topo FILE]\n"
+    "                      [--strict] LOG...\n"
     "\n"
     "Renders p2pshim run logs (P2PSHIM_RUN_LOG; docs/LOG_FORMAT.md) as one report.\n"
     "LOG is a file, a run folder (its *.jsonl and *.jsonl.gz files), a glob\n"
     "pattern (quoted, for the report to expand), or - for standard input; a\n"
     "gzip-compressed log is read as such. Several logs (the processes of a job)\n"
     "make one report: a job total, a row per process, GPUs named by host and\n"
-    "UUID.\n"
+    "UUID. In a folder or among a glob's matches, a file that cannot be read or\n"
+    "is no p2pshim run log is left out with a warning naming it.\n"
     "\n"
     "  --format text   terminal summary: per device pair the copies, bytes, peer\n"
     "                  and staged counts (by what CUPTI saw, else by decision),\n"
@@ -33,6 +36,9 @@ static const char usage_text[] =
     "                  job totals, a row per process, GPUs by UUID, pairs, a\n"
     "                  traffic matrix per host, bounce candidates; its schema\n"
     "                  is docs/report-schema.json (versioned: schema_version)\n"
+    "  --format csv    for spreadsheets: a header row, then one row per GPU pair\n"
+    "                  and path the copies took (peer, staged, other); the\n"
+    "                  columns are listed in docs/LAUNCHER.md\n"
     "  --format trace  Chrome trace event JSON (Perfetto, chrome://tracing):\n"
     "                  decisions on a host track per thread, CUPTI records on\n"
     "                  a track per GPU and stream, one time base, flow arrows\n"
@@ -40,13 +46,16 @@ static const char usage_text[] =
     "  --format html   one self-contained page: summary, traffic heatmap and\n"
     "                  bandwidth against copy size\n"
     "  -o, --output FILE  write FILE (whole, or not at all) instead of stdout;\n"
-    "                  without --format its extension picks one: .html html,\n"
-    "                  .json trace, anything else text\n"
+    "                  without --format its name picks one: .json json,\n"
+    "                  .trace.json or .pftrace trace, .html html, .csv csv,\n"
+    "                  anything else (.txt) text\n"
     "  --topo FILE     bandwidth table of `p2pshim topo --measure`, used even\n"
     "                  when measured on other GPUs (with a warning); default:\n"
     "                  $P2PSHIM_TOPO_FILE, else $XDG_CACHE_HOME/p2pshim/topo.json,\n"
     "                  else ~/.cache/p2pshim/topo.json (if present), used only\n"
     "                  for the GPUs it was measured on (by UUID)\n"
+    "  --strict        a file of a folder or a glob that cannot be read, or is\n"
+    "                  no p2pshim run log, fails the report instead\n"
     "  -h, --help      this text\n"
     "\n"
     "Savings are estimated for staged copies (CUPTI saw DTOH+HTOD, or observe\n"
@@ -58,22 +67,68 @@ static const char usage_text[] =
     "Exit status: 0 done; 1 a file could not be read or written, or the log\n"
     "(or --topo FILE) is malformed (the message names the line); 2 usage.\n";
 
-static const char *format_for(const char *out)
+const char *report_format_for(const char *path)
 {
-    const char *dot = out ? strrchr(out, '.') : NULL;
-    if (dot && strchr(dot, '/') == NULL) {
-        if (strcmp(dot, ".html") == 0 || strcmp(dot, ".htm") == 0)
-            return "html";
-        if (strcmp(dot, ".json") == 0)
-            return "trace";
+    static const struct {
+        const char *suffix, *format;
+    } by_name[] = {
+        {".trace.json", "trace"}, {".pftrace", "trace"}, {".json", "json"}, {".html", "html"},
+        {".htm", "html"},         {".csv", "csv"},       {".txt", "text"},
+    };
+    const char *slash = path ? strrchr(path, '/') : NULL;
+    const char *base = slash ? slash + 1 : path;
+    size_t n = base ? strlen(base) : 0;
+    for (size_t i = 0; i < sizeof by_name / sizeof by_name[0]; i++) {
+        size_t k = strlen(by_name[i].suffix);
+        if (n >= k && strcasecmp(base + n - k, by_name[i].suffix) == 0)
+            return by_name[i].format;
     }
     return "text";
 }
 
+int report_keep_usable(char **paths, int n, bool strict)
+{
+    int kept = 0;
+    for (int i = 0; i < n; i++) {
+        char why[512];
+        if (report_log_usable(paths[i], why, sizeof why)) {
+            paths[kept++] = paths[i];
+        } else if (strict) {
+            launcher_error("report: %s: %s", paths[i], why);
+            return -1;
+        } else {
+            launcher_error("report: warning: skipping %s: %s", paths[i], why);
+        }
+    }
+    return kept;
+}
+
+/* Adds the matches of g that report_keep_usable keeps; false after a
+ * message when strict refused one, or none is left. */
+static bool add_usable(const char *arg, glob_t *g, struct report_inputs *in, bool strict)
+{
+    char **paths = calloc(g->gl_pathc + 1, sizeof *paths);
+    if (paths == NULL) {
+        launcher_error("report: %s: out of memory", arg);
+        return false;
+    }
+    memcpy(paths, g->gl_pathv, g->gl_pathc * sizeof *paths);
+    int n = report_keep_usable(paths, (int)g->gl_pathc, strict);
+    bool ok = n > 0;
+    for (int i = 0; ok && i < n; i++)
+        if (!(ok = report_inputs_add(in, paths[i])))
+            launcher_error("report: %s: out of memory", arg);
+    if (n == 0)
+        launcher_error("report: %s: no run log the report can read", arg);
+    free(paths);
+    return ok;
+}
+
 /* The logs an argument names: a folder's *.jsonl and *.jsonl.gz files,
  * a glob pattern's matches, or the argument itself. Sorted within one
- * argument. Returns false (after a message) when it names none. */
-static bool add_logs(const char *arg, struct report_inputs *in)
+ * argument; of a folder or a glob, the usable ones (report_keep_usable).
+ * Returns false (after a message) when it names none. */
+static bool add_logs(const char *arg, struct report_inputs *in, bool strict)
 {
     struct stat st;
     glob_t g;
@@ -106,13 +161,11 @@ static bool add_logs(const char *arg, struct report_inputs *in)
             return false;
         }
     }
-    bool ok = rc == 0;
-    for (size_t i = 0; ok && i < g.gl_pathc; i++)
-        ok = report_inputs_add(in, g.gl_pathv[i]);
+    bool ok = rc == 0 && add_usable(arg, &g, in, strict);
+    if (rc != 0)
+        launcher_error("report: %s: out of memory", arg);
     if (rc == 0 || rc == GLOB_NOMATCH)
         globfree(&g);
-    if (!ok)
-        launcher_error("report: %s: out of memory", arg);
     return ok;
 }
 
@@ -140,17 +193,19 @@ void report_inputs_free(struct report_inputs *in)
     memset(in, 0, sizeof *in);
 }
 
-enum { OPT_FORMAT, OPT_OUTPUT, OPT_TOPO };
+enum { OPT_FORMAT, OPT_OUTPUT, OPT_TOPO, OPT_STRICT };
 
 static const struct cli_option report_options[] = {
     {"format", 0, true, OPT_FORMAT},
     {"output", 'o', true, OPT_OUTPUT},
     {"topo", 0, true, OPT_TOPO},
+    {"strict", 0, false, OPT_STRICT},
     {NULL, 0, false, 0},
 };
 
 struct report_opts {
     const char *format, *out, *topo;
+    bool strict;
 };
 
 /* One option of report (cli_parse's callback). */
@@ -158,6 +213,10 @@ static int report_option(void *ctx, int id, const char *v)
 {
     struct report_opts *o = ctx;
     static const char *const what[] = {"--format", "--output", "--topo"};
+    if (id == OPT_STRICT) {
+        o->strict = true;
+        return CLI_OK;
+    }
     if (v[0] == '\0') {
         launcher_error("report: %s needs a value (see p2pshim report --help)", what[id]);
         return REPORT_USAGE;
@@ -173,7 +232,7 @@ static int report_option(void *ctx, int id, const char *v)
 
 int report_main(int argc, char **argv)
 {
-    struct report_opts o = {NULL, NULL, NULL};
+    struct report_opts o = {NULL, NULL, NULL, false};
     struct report_inputs logs = {0};
     int first;
     int rc = cli_parse("report", argc, argv, report_options, false, report_option, &o, &first);
@@ -184,7 +243,7 @@ int report_main(int argc, char **argv)
     if (rc != CLI_OK)
         return REPORT_USAGE;
     for (int i = first; rc == REPORT_OK && i < argc; i++)
-        if (!add_logs(argv[i], &logs))
+        if (!add_logs(argv[i], &logs, o.strict))
             rc = REPORT_FAILED;
     if (rc == REPORT_OK && logs.n == 0) {
         launcher_error("report: no LOG given (see p2pshim report --help)");
@@ -192,7 +251,8 @@ int report_main(int argc, char **argv)
     }
     if (rc == REPORT_OK)
         rc = report_render_many((const char *const *)logs.paths, logs.n, o.out,
-                                o.format ? o.format : format_for(o.out), o.topo);
+                                o.format ? o.format : o.out ? report_format_for(o.out) : "text",
+                                o.topo);
     report_inputs_free(&logs);
     return rc;
 }

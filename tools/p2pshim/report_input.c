@@ -1,7 +1,7 @@
 /* What report_log.c's first pass stands on: the log as a file it can
  * read twice (a plain file as it is; standard input, a pipe or a gzip
- * file copied into a temporary file first), a cheap look at a line's
- * type, and the processes of the run being read. */
+ * file copied into a temporary file first, gzip through zlib), a cheap
+ * look at a line's type, and the processes of the run being read. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <jansson.h>
@@ -9,97 +9,174 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
+#include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
+#include "report.h"
 #include "report_internal.h"
 
-/* Copies f into a fresh temporary file (pass 1 and pass 2 read it twice)
- * and closes f; with gunzip, through `gzip -dc`. NULL with errno set. */
-static FILE *spool(FILE *f, bool gunzip)
+#define CHUNK (1 << 16)
+
+/* Inflates the gzip data in[0..have) and then the rest of f into out.
+ * Members one after another read as one stream, and bytes after a member
+ * that start no member are ignored, as `gzip -dc` does. 0, or -1 with the
+ * reason in why. */
+static int inflate_into(z_stream *zs, FILE *f, unsigned char *in, size_t have, FILE *out,
+                        char *why, size_t why_len)
 {
-    FILE *tmp = tmpfile();
-    int saved = 0;
-    if (tmp && gunzip) {
-        /* gzip reads f's descriptor and writes tmp's. */
-        pid_t pid = fork();
-        if (pid == 0) {
-            dup2(fileno(f), 0);
-            dup2(fileno(tmp), 1);
-            execlp("gzip", "gzip", "-dc", (char *)NULL);
-            _exit(127);
+    unsigned char buf[CHUNK];
+    int zr = Z_OK, members = 0;
+    bool eof = false, member_start = true;
+    zs->next_in = in;
+    zs->avail_in = (uInt)have;
+    for (;;) {
+        if (zs->avail_in == 0 && !eof) {
+            size_t n = fread(in, 1, CHUNK, f);
+            if (n == 0 && ferror(f)) {
+                snprintf(why, why_len, "read error: %s", strerror(errno));
+                return -1;
+            }
+            eof = n == 0;
+            zs->next_in = in;
+            zs->avail_in = (uInt)n;
         }
-        int status = 0;
-        if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
-            WEXITSTATUS(status) != 0)
-            saved = EILSEQ;
-    } else if (tmp) {
-        char buf[1 << 16];
-        size_t n;
-        while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-            if (fwrite(buf, 1, n, tmp) != n)
-                saved = errno;
-        if (ferror(f))
-            saved = errno;
-    } else {
-        saved = errno;
+        if (zs->avail_in == 0 && eof)
+            break;
+        if (zr == Z_STREAM_END) { /* another member, or trailing bytes */
+            inflateReset(zs);
+            member_start = true;
+        }
+        zs->next_out = buf;
+        zs->avail_out = sizeof buf;
+        zr = inflate(zs, Z_NO_FLUSH);
+        size_t got = sizeof buf - zs->avail_out;
+        if (got > 0 && fwrite(buf, 1, got, out) != got) {
+            snprintf(why, why_len, "cannot spool: %s", strerror(errno));
+            return -1;
+        }
+        if (zr == Z_DATA_ERROR && member_start && members > 0)
+            return 0; /* no member starts here: trailing bytes, ignored */
+        if (zr == Z_NEED_DICT || zr == Z_DATA_ERROR || zr == Z_MEM_ERROR) {
+            snprintf(why, why_len, "corrupt gzip data: %s", zs->msg ? zs->msg : "bad data");
+            return -1;
+        }
+        member_start = member_start && zs->total_out == 0;
+        members += zr == Z_STREAM_END;
     }
-    fclose(f);
-    if (tmp && (saved || fflush(tmp) != 0 || fseek(tmp, 0, SEEK_SET) != 0)) {
-        fclose(tmp);
-        tmp = NULL;
+    if (zr != Z_STREAM_END) {
+        snprintf(why, why_len, "truncated gzip file");
+        return -1;
     }
-    errno = saved ? saved : errno;
-    return tmp;
+    return 0;
 }
 
-/* The log as a file that can be read twice: a plain file as it is; "-"
- * (standard input), a pipe or a gzip file (by its magic bytes) spooled into
- * a temporary file. */
-FILE *report_input_open(const char *path)
+/* Copies f, after the nhead bytes at head (read already from a pipe),
+ * into out, inflated when gzip says so. 0, or -1 with the reason in why. */
+static int spool(FILE *f, const unsigned char *head, size_t nhead, bool gz, FILE *out,
+                 char *why, size_t why_len)
+{
+    unsigned char *in = malloc(CHUNK);
+    int rc = 0;
+    if (in == NULL) {
+        snprintf(why, why_len, "out of memory");
+        return -1;
+    }
+    memcpy(in, head, nhead);
+    z_stream zs;
+    memset(&zs, 0, sizeof zs);
+    if (gz && inflateInit2(&zs, 15 + 16) != Z_OK) { /* +16: gzip framing only */
+        snprintf(why, why_len, "cannot read gzip: out of memory");
+        rc = -1;
+    } else if (gz) {
+        rc = inflate_into(&zs, f, in, nhead, out, why, why_len);
+        inflateEnd(&zs);
+    } else {
+        size_t n = nhead;
+        do {
+            if (n > 0 && fwrite(in, 1, n, out) != n) {
+                snprintf(why, why_len, "cannot spool: %s", strerror(errno));
+                rc = -1;
+            }
+        } while (rc == 0 && (n = fread(in, 1, CHUNK, f)) > 0);
+        if (rc == 0 && ferror(f)) {
+            snprintf(why, why_len, "read error: %s", strerror(errno));
+            rc = -1;
+        }
+    }
+    free(in);
+    return rc;
+}
+
+FILE *report_input_open(const char *path, char *why, size_t why_len)
 {
     FILE *f = strcmp(path, "-") == 0 ? fdopen(dup(0), "r") : fopen(path, "r");
-    if (!f)
+    if (!f) {
+        snprintf(why, why_len, "cannot open: %s", strerror(errno));
         return NULL;
-    int c0 = getc(f), c1 = c0 == EOF ? EOF : getc(f);
-    bool gz = c0 == 0x1f && c1 == 0x8b;
+    }
+    unsigned char head[2];
+    size_t nhead = fread(head, 1, sizeof head, f);
+    if (nhead < sizeof head && ferror(f)) {
+        snprintf(why, why_len, "cannot read: %s", strerror(errno));
+        fclose(f);
+        return NULL;
+    }
+    bool gz = nhead == 2 && head[0] == 0x1f && head[1] == 0x8b;
     bool seekable = fseek(f, 0, SEEK_SET) == 0;
     if (!gz && seekable)
         return f;
-    if (seekable || !gz) {
-        /* A pipe: the two bytes read are lost to it; spool what follows. */
-        FILE *rest = seekable ? f : NULL;
-        if (!seekable) {
-            FILE *tmp = tmpfile();
-            if (!tmp) {
-                fclose(f);
-                return NULL;
-            }
-            if (c0 != EOF)
-                fputc(c0, tmp);
-            if (c1 != EOF)
-                fputc(c1, tmp);
-            FILE *spooled = spool(f, false);
-            if (!spooled) {
-                fclose(tmp);
-                return NULL;
-            }
-            char buf[1 << 16];
-            size_t n;
-            while ((n = fread(buf, 1, sizeof buf, spooled)) > 0)
-                fwrite(buf, 1, n, tmp);
-            fclose(spooled);
-            if (fflush(tmp) != 0 || fseek(tmp, 0, SEEK_SET) != 0) {
-                fclose(tmp);
-                return NULL;
-            }
-            rest = tmp;
-        }
-        return gz ? spool(rest, true) : rest;
+    /* A pipe: the bytes read are lost to it, and go first. */
+    FILE *tmp = tmpfile();
+    int rc = tmp ? spool(f, head, seekable ? 0 : nhead, gz, tmp, why, why_len) : -1;
+    if (!tmp)
+        snprintf(why, why_len, "cannot make a temporary file: %s", strerror(errno));
+    fclose(f);
+    if (rc == 0 && (fflush(tmp) != 0 || fseek(tmp, 0, SEEK_SET) != 0)) {
+        snprintf(why, why_len, "cannot spool: %s", strerror(errno));
+        rc = -1;
     }
-    return spool(f, true);
+    if (rc != 0 && tmp) {
+        fclose(tmp);
+        tmp = NULL;
+    }
+    return tmp;
 }
 
+bool report_log_usable(const char *path, char *why, size_t why_len)
+{
+    /* Not opened unless a file: a FIFO in a folder would block the report. */
+    struct stat st;
+    if (strcmp(path, "-") != 0 && stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        snprintf(why, why_len, "%s", S_ISDIR(st.st_mode) ? "a folder" : "not a regular file");
+        return false;
+    }
+    FILE *f = report_input_open(path, why, why_len);
+    if (!f)
+        return false;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n = getline(&line, &cap, f);
+    json_t *o = n > 0 ? json_loadb(line, (size_t)n, 0, NULL) : NULL;
+    const char *type = o ? report_json_str(o, "type") : NULL;
+    const char *format = o ? report_json_str(o, "format") : NULL;
+    int64_t version = 0;
+    bool header = type && strcmp(type, "header") == 0 && format &&
+                  strcmp(format, "p2pshim-log") == 0;
+    bool ok = header && report_json_i64(o, "version", &version) && version >= 1 &&
+              version <= 2;
+    if (n <= 0)
+        snprintf(why, why_len, "empty: no header line");
+    else if (!header)
+        snprintf(why, why_len, "not a p2pshim run log (its first line is no log header)");
+    else if (!ok)
+        snprintf(why, why_len, "log format version %lld: this report reads versions 1 and 2",
+                 (long long)version);
+    json_decref(o);
+    free(line);
+    fclose(f);
+    return ok;
+}
 
 /* A cheap look for "type":"<type>" before parsing a line in pass 1. */
 bool report_line_looks_like(const char *line, size_t len, const char *type)

@@ -5,7 +5,8 @@
  *   report_topo.c     reads the bandwidth table
  *   report_summary.c  aggregates copies per device pair
  *   report_price.c    matches the bandwidth table to the GPUs, estimates savings
- *   report_text.c, report_trace.c, report_html.c, report_svg.c  render
+ *   report_text.c, report_trace.c, report_html.c, report_svg.c,
+ *   report_json.c, report_csv.c  render
  *   report_fmt.c      units and escaping
  *   report_cli.c      the command line (report_main)
  *   report_render.c   the other entry points of report.h: table, passes, output
@@ -164,8 +165,9 @@ struct report_pair_index;
 
 /* report_input.c: path ("-": standard input) opened so that it can be
  * read twice from the start (a pipe or a gzip file spooled into a
- * temporary file); NULL with errno set. */
-FILE *report_input_open(const char *path);
+ * temporary file, gzip inflated whole); NULL with the reason in why
+ * ("cannot open: No such file or directory", "truncated gzip file"). */
+FILE *report_input_open(const char *path, char *why, size_t why_len);
 /* A cheap look for "type":"<type>" in a line, before parsing it. */
 bool report_line_looks_like(const char *line, size_t len, const char *type);
 /* The processes of the run pass 1 is in (report_log.c says how runs are
@@ -401,6 +403,9 @@ int report_html_write(FILE *f, const char *log_path,
 /* The report as one JSON document (docs/report-schema.json), report_json.c. */
 #define REPORT_SCHEMA_VERSION 1
 int report_json_write(FILE *f, const char *log_path, const struct report_summary *s);
+/* The report as a table (report_csv.c): a header row, then one row per
+ * GPU pair and path its copies took (docs/LAUNCHER.md lists the columns). */
+int report_csv_write(FILE *f, const struct report_summary *s);
 /* report_matrix.c: the traffic matrix per host, GPUs by bus id and UUID;
  * the data part's record for the host of GPU h (NULL unless h is its
  * host's first GPU and some pair has traffic). */

@@ -456,9 +456,10 @@ int report_log_read(struct report_log *log, const char *path,
     memset(&log->image_footer, 0, sizeof log->image_footer);
     log->run_first_line = 0;
     log->run_first_segment = 0;
-    FILE *f = report_input_open(path);
+    char why[256];
+    FILE *f = report_input_open(path, why, sizeof why);
     if (!f)
-        return fail(log, 0, "cannot open: %s", strerror(errno));
+        return fail(log, 0, "%s", why);
     int rc = count_pass(log, f);
     if (log->run_first_segment == 0)
         log->run_first_segment = 1;   /* no header found: pass 2 says so */

@@ -106,6 +106,8 @@ static int render(const char *const *logs, int nlogs, const char *out_path, bool
 static bool verdict_only;
 /* Format "json": the report as one JSON document (report_json.c). */
 static bool json_doc;
+/* Format "csv": a row per GPU pair and path (report_csv.c). */
+static bool csv_doc;
 
 int report_render(const char *log_path, const char *out_path,
                   const char *format, const char *topo_path)
@@ -119,10 +121,11 @@ int report_render_many(const char *const *logs, int nlogs, const char *out_path,
     bool trace = format && strcmp(format, "trace") == 0;
     bool html = format && strcmp(format, "html") == 0;
     json_doc = format && strcmp(format, "json") == 0;
+    csv_doc = format && strcmp(format, "csv") == 0;
     verdict_only = format && strcmp(format, "verdict") == 0;
-    if (!trace && !html && !json_doc && !verdict_only &&
+    if (!trace && !html && !json_doc && !csv_doc && !verdict_only &&
         !(format && strcmp(format, "text") == 0)) {
-        launcher_error("report: unknown format %s (text, json, trace or html)",
+        launcher_error("report: unknown format %s (text, json, csv, trace or html)",
                 format ? format : "(none)");
         return REPORT_USAGE;
     }
@@ -248,6 +251,7 @@ static int render(const char *const *logs, int nlogs, const char *out_path, bool
     } else if (rc == 0) {
         rc = html           ? report_html_write(o.f, log_path, &s)
              : json_doc     ? report_json_write(o.f, log_path, &s)
+             : csv_doc      ? report_csv_write(o.f, &s)
              : verdict_only ? report_verdict_write(o.f, "p2pshim: ", &s)
                             : report_text_write(o.f, log_path, &s);
         snprintf(err, sizeof err, "%s: cannot write the report", log_path);

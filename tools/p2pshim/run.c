@@ -15,6 +15,7 @@
 #include "launcher.h"
 #include "run_child.h"
 #include "run_env.h"
+#include "run_paths.h"
 #include "run_tree.h"
 
 static const char run_usage[] =
@@ -35,7 +36,8 @@ static const char run_usage[] =
     "                      named HOST-pidPID-rankRANK.jsonl (rank x: none set)\n"
     "  --report FILE       after the run, render the run logs of the whole process\n"
     "                      tree to FILE (as p2pshim report does): .html a page,\n"
-    "                      .json a Chrome trace, anything else the text summary.\n"
+    "                      .json the JSON report, .csv a table, .trace.json or\n"
+    "                      .pftrace a Chrome trace, anything else the text summary.\n"
     "                      Without --log or --log-dir the logs go to a run folder\n"
     "                      p2pshim-HOST-DATE-TIME/ in the current folder\n"
     "  --topo FILE         the bandwidth table for the report, even one measured\n"
@@ -53,6 +55,11 @@ static const char run_usage[] =
     "The library is $P2PSHIM_LIBRARY if set, else libp2pshim.so beside the\n"
     "launcher, in " P2PSHIM_LIBDIR_FROM_BINDIR " from it, or in the build tree's\n"
     "interpose/; `p2pshim --print-library` prints which.\n"
+    "\n"
+    "Before PROGRAM starts, the P2PSHIM_* variables of the environment are checked\n"
+    "as the shim reads them, and every file the run writes: the folders they go\n"
+    "in are made where missing; a bad value or a path that cannot be written is\n"
+    "a usage error.\n"
     "\n"
     "exit status: the program's own (128+N if signal N killed it); 2 usage\n"
     "error, 3 libp2pshim.so not found, 4 report failed (when the program itself\n"
@@ -140,6 +147,10 @@ static int run_with(struct run_env *o, const struct run_opts *ro)
         return LAUNCHER_EXIT_NO_LIBRARY;
     if (!run_env_build_preload(o, lib, getenv("LD_PRELOAD")))
         return LAUNCHER_EXIT_FAILURE;
+    /* Refused before the job, never after it: a bad inherited value, an
+     * output that cannot be written. */
+    if (!run_env_check_inherited(o, environ) || !run_paths_check(o, ro))
+        return LAUNCHER_EXIT_USAGE;
 
     bool has_log = run_env_get(o, "P2PSHIM_RUN_LOG") != NULL;
     bool verdict = ro->observe && ro->report == NULL && !has_log && ro->log_dir == NULL;

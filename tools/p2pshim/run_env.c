@@ -75,45 +75,46 @@ static char *value_copy(const char *name, const char *value)
     return s;
 }
 
-/* The first complaint of the shim's own parser about one assignment. */
-static char value_problem[512];
-
-static void note_problem(const char *line)
-{
-    if (value_problem[0] == '\0')
-        snprintf(value_problem, sizeof value_problem, "%s", line);
-}
-
 /* Whether the shim would take value for name: its own parser says, so
  * that --mode fast and --set MODE=fast meet the same rule and get the
- * same line. The parser's "; keeping DEFAULT" is the shim's, not ours. */
+ * same line (without the shim's "; keeping DEFAULT": nothing is kept,
+ * the run is refused). */
 static bool value_ok(const char *name, const char *value)
 {
     size_t n = strlen(name) + strlen(value) + 2;
-    char *entry = malloc(n);
+    char *entry = malloc(n), why[512];
     if (entry == NULL)
         return true; /* the shim will warn itself */
     snprintf(entry, n, "%s=%s", name, value);
-    char *envp[] = {entry, NULL};
-    static struct p2pshim_config scratch; /* large: not for the stack */
-    value_problem[0] = '\0';
-    config_parse(&scratch, envp, note_problem);
+    enum config_entry_verdict v = config_check_entry(entry, why, sizeof why);
     free(entry);
-    if (value_problem[0] == '\0')
+    if (v != CONFIG_ENTRY_BAD)
         return true;
-    char *keeping = strstr(value_problem, "; keeping");
-    if (keeping != NULL)
-        *keeping = '\0';
-    launcher_error("run: %s", value_problem);
+    launcher_error("run: %s", why);
     return false;
+}
+
+/* The known name nearest to name (a full P2PSHIM_* name), or NULL. */
+static const char *near_known(const char *name)
+{
+    const char *tails[NKNOWN];
+    for (size_t i = 0; i < NKNOWN; i++)
+        tails[i] = known_vars[i] + strlen("P2PSHIM_");
+    size_t skip = strncmp(name, "P2PSHIM_", 8) == 0 ? 8 : 0;
+    int k = config_name_near(tails, (int)NKNOWN, name + skip, strlen(name + skip));
+    return k >= 0 ? known_vars[k] : NULL;
 }
 
 bool run_env_set(struct run_env *e, const char *name, const char *value)
 {
     if (!is_known(name)) {
         char known[512];
+        const char *near = near_known(name);
         list_known(known, sizeof known);
-        launcher_error("run: unknown variable %s (known: %s)", name, known);
+        if (near != NULL)
+            launcher_error("run: unknown variable %s, did you mean %s?", name, near);
+        else
+            launcher_error("run: unknown variable %s (known: %s)", name, known);
         return false;
     }
     if (!value_ok(name, value))
@@ -133,6 +134,34 @@ bool run_env_set(struct run_env *e, const char *name, const char *value)
     snprintf(e->set[e->nset].name, sizeof e->set[e->nset].name, "%s", name);
     e->set[e->nset++].value = copy;
     return true;
+}
+
+/* Whether the options assign the variable that entry ("NAME=value")
+ * names: then the inherited value never reaches the program. */
+static bool assigned(const struct run_env *e, const char *entry)
+{
+    size_t n = strcspn(entry, "=");
+    for (int i = 0; i < e->nset; i++)
+        if (strlen(e->set[i].name) == n && strncmp(e->set[i].name, entry, n) == 0)
+            return true;
+    return false;
+}
+
+bool run_env_check_inherited(const struct run_env *e, char *const *envp)
+{
+    bool ok = true;
+    for (char *const *p = envp; p != NULL && *p != NULL; p++) {
+        char why[768];
+        if (assigned(e, *p))
+            continue;
+        enum config_entry_verdict v = config_check_entry(*p, why, sizeof why);
+        if (v == CONFIG_ENTRY_UNKNOWN)
+            launcher_error("run: warning: environment: %s", why);
+        else if (v == CONFIG_ENTRY_BAD && ok) /* one line: the first */
+            launcher_error("run: environment: %s", why);
+        ok = ok && v != CONFIG_ENTRY_BAD;
+    }
+    return ok;
 }
 
 bool run_env_assign(struct run_env *e, const char *text)

@@ -34,6 +34,15 @@ void run_env_free(struct run_env *e);
  * line, whichever option set it. */
 bool run_env_set(struct run_env *e, const char *name, const char *value);
 
+/* Checks the P2PSHIM_* variables of envp (the launcher's environment,
+ * which the program inherits) that no option replaces, with the shim's
+ * own parser: false after one line for the first bad value
+ *   p2pshim: run: environment: P2PSHIM_MODE="obsrve": not a mode
+ *   (upgrade, observe or off), did you mean observe?
+ * An unknown name is one warning line (its near miss, where there is one),
+ * not a refusal. */
+bool run_env_check_inherited(const struct run_env *e, char *const *envp);
+
 /* "NAME=VALUE" from --set: NAME with or without the P2PSHIM_ prefix.
  * Returns false (with a message) if malformed or unknown. */
 bool run_env_assign(struct run_env *e, const char *text);

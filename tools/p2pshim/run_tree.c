@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -18,21 +17,6 @@
 #include "outfile.h"
 #include "report.h"
 #include "run_tree.h"
-
-/* The report's format from the output file's extension, by the rule of
- * `p2pshim report -o FILE` (report.h): .html/.htm html, .json trace,
- * anything else text. */
-static const char *format_of(const char *path)
-{
-    const char *dot = strrchr(path, '.');
-    if (dot == NULL || strchr(dot, '/') != NULL)
-        return "text";
-    if (strcasecmp(dot, ".html") == 0 || strcasecmp(dot, ".htm") == 0)
-        return "html";
-    if (strcasecmp(dot, ".json") == 0)
-        return "trace";
-    return "text";
-}
 
 /* Removes the files of a folder the launcher made, then the folder. */
 void run_tree_remove_dir(const char *dir)
@@ -205,10 +189,14 @@ static int render_tree(const char *pattern, pid_t root, const struct run_opts *r
         free(mine);
         return LAUNCHER_EXIT_REPORT;
     }
-    /* NULL topo: the bandwidth table at its default place, if there is one
+    /* A file of the folder that is no readable log: a warning, not the end.
+     * NULL topo: the bandwidth table at its default place, if there is one
      * and it was measured on the GPUs of the logs. */
-    int rc = report_render_many((const char *const *)mine, n, out ? out : "/dev/stderr",
-                                out ? format_of(out) : "verdict", ro->topo);
+    n = report_keep_usable(mine, n, false);
+    int rc = n <= 0 ? REPORT_FAILED
+                    : report_render_many((const char *const *)mine, n,
+                                         out ? out : "/dev/stderr",
+                                         out ? report_format_for(out) : "verdict", ro->topo);
     free(mine);
     globfree(&g);
     if (rc != 0) {
