@@ -1,8 +1,8 @@
 #!/bin/sh
 # tools/dev/fetch_deps.sh [DIR]: fills DIR (default .deps, at the top of the
 # tree) with the build's two libraries that the GPU machine lacks and cannot
-# fetch (it reaches no package registry): uthash (headers) and jansson (its
-# header and static library, so that nothing is needed at run time). Run it
+# fetch (it reaches no package registry): uthash (headers), jansson and zlib (their
+# headers and static libraries, so that nothing is needed at run time). Run it
 # here, on a Debian machine that reaches the archive, then carry .deps with
 # the tree (the run tool's carry list: [".deps"]); CMakeLists.txt finds
 # them in .deps/include and .deps/lib before the system's.
@@ -16,7 +16,7 @@ cd "$(dirname "$0")/../.." || exit 1
 dest=${1:-.deps}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/fetch-deps.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-( cd "$tmp" && apt-get download uthash-dev libjansson-dev libjansson4 ) ||
+( cd "$tmp" && apt-get download uthash-dev libjansson-dev libjansson4 zlib1g-dev ) ||
     { echo "fetch_deps: apt-get download failed (no Debian archive reachable?)" >&2; exit 1; }
 mkdir -p "$dest/include" "$dest/lib"
 for deb in "$tmp"/*.deb; do
@@ -24,8 +24,8 @@ for deb in "$tmp"/*.deb; do
 done
 rm -rf "${dest:?}/usr/share"               # documentation and man pages
 cp -f "$dest"/usr/include/*.h "$dest/include/"
-cp -f "$dest"/usr/lib/*/libjansson.a "$dest/lib/"
-for f in include/uthash.h include/jansson.h include/jansson_config.h lib/libjansson.a; do
+cp -f "$dest"/usr/lib/*/libjansson.a "$dest"/usr/lib/*/libz.a "$dest/lib/"
+for f in include/uthash.h include/jansson.h include/jansson_config.h include/zlib.h lib/libjansson.a lib/libz.a; do
     [ -s "$dest/$f" ] || { echo "fetch_deps: $dest/$f missing after unpacking" >&2; exit 1; }
 done
 echo "fetch_deps: $dest ready ($(du -sk "$dest" | cut -f1) KiB):"
