@@ -34,17 +34,21 @@ static void once_body(void)
     }
     uffd_ok = bounce_start();
     (void)bgpu_pageable_access(); /* asked now: plan() asks under bounce_mu */
-    /* The bounce row of the lifecycle table (shim.h): registered now, its
+    /* The bounce row of the lifecycle table (shim.h): it joins now, its
      * handlers run before the shim's locks are taken and before the
-     * teardown of anything that started before this first bounce. */
-    static const struct shim_module row = {
+     * teardown of anything that started before this first bounce. Its
+     * before_ctx_gone runs whether or not it joined. */
+    SHIM_LIFE_ROW(row) = {
+        .order = SHIM_ROW_BOUNCE,
+        .late = true,
         .name = "bounce",
         .fork_prepare = bounce_fork_prepare,
         .fork_parent = bounce_fork_parent,
         .fork_child = bounce_fork_child,
         .at_exit = bounce_at_exit,
+        .before_ctx_gone = bounce_ctx_gone,
     };
-    shim_register(SHIM_ROW_BOUNCE, &row);
+    shim_life_start(row.order);
 }
 
 enum how { HOW_NONE, HOW_LAZY, HOW_EAGER };

@@ -154,7 +154,10 @@ static void relay_reset(void)
     atomic_store(&n_busy, 0);
 }
 
-static const struct shim_module relay_row = {
+/* A late row; its before_ctx_gone runs whether or not it joined. */
+SHIM_LIFE_ROW(relay_row) = {
+    .order = SHIM_ROW_RELAY,
+    .late = true,
     .name = "pool-relay",
     .fork_prepare = relay_fork_prepare,
     .fork_parent = relay_fork_parent,
@@ -162,6 +165,7 @@ static const struct shim_module relay_row = {
     .at_exit = relay_exit,
     .report = relay_report,
     .reset = relay_reset,
+    .before_ctx_gone = relay_ctx_gone,
 };
 
 /* ---- lanes --------------------------------------------------------------- */
@@ -279,7 +283,7 @@ struct relay_dev *relay_dev_get(int dev, CUcontext ctx)
         refuse(dev, ctx);
         return NULL;
     }
-    shim_register(SHIM_ROW_RELAY, &relay_row);
+    shim_life_start(SHIM_ROW_RELAY);
     return r;
 }
 

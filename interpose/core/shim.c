@@ -3,17 +3,12 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "link_life.h"
 #include "log.h"
-#include "ownership.h"
-#include "peer.h"
-#include "record.h"
-#include "shim_alloc.h"
-#include "stats.h"
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 /* Set (release) when the start-up is done: every intercepted call asks,
@@ -26,58 +21,43 @@ static _Thread_local int guard_depth;
 
 /* ---- the lifecycle table (shim.h) ----------------------------------------- */
 
-/* Modules that start with the shim. record's handlers return at once when
- * no run log is open. */
-static const struct shim_module links_row = {
-    .name = "links",
-    .fork_prepare = link_life_fork_prepare,
-    .fork_parent = link_life_fork_parent,
-    .fork_child = link_life_fork_child,
-};
-static const struct shim_module peer_row = {
-    .name = "peer",
-    .at_start = peer_warm_thread,
-    .fork_prepare = peer_fork_prepare,
-    .fork_parent = peer_fork_release,
-    .fork_child = peer_fork_release,
-};
-static const struct shim_module ownership_row = {
-    .name = "ownership",
-    .at_start = ownership_warm_thread,
-    .fork_prepare = ownership_fork_prepare,
-    .fork_parent = ownership_fork_release,
-    .fork_child = ownership_fork_release,
-};
-static const struct shim_module record_row = {
-    .name = "record",
-    .fork_child = record_fork_child,
-    .at_exit = record_flush_final,
-};
-static const struct shim_module stats_row = {
-    .name = "stats",
-    .at_start = stats_warm,
-    .report = stats_report,
-    .reset = stats_reset,
-};
-static const struct shim_module alloc_row = {
-    .name = "shim-alloc",
-    .fork_prepare = shim_alloc_fork_prepare,
-    .fork_parent = shim_alloc_fork_release,
-    .fork_child = shim_alloc_fork_release,
-};
+/* The rows the modules linked in declare (SHIM_LIFE_ROW). Weak: a program
+ * that links shim.c with no module has none. */
+extern const struct shim_life_row __start_p2pshim_life[] __attribute__((weak, visibility("hidden")));
+extern const struct shim_life_row __stop_p2pshim_life[] __attribute__((weak, visibility("hidden")));
 
-static _Atomic(const struct shim_module *) rows[SHIM_ROW_COUNT];
-/* The rows present at start-up (bit per row): the start-up handlers run
- * them; each row registered later has handlers of its own. */
+static const struct shim_life_row *by_order[SHIM_ROW_COUNT];
+static pthread_once_t index_once = PTHREAD_ONCE_INIT;
+
+static void index_rows(void)
+{
+    for (const struct shim_life_row *r = __start_p2pshim_life; r < __stop_p2pshim_life; r++)
+        if ((unsigned)r->order < SHIM_ROW_COUNT && by_order[r->order] == NULL)
+            by_order[r->order] = r;
+}
+
+/* The row in place i, or NULL. */
+static const struct shim_life_row *row_at(int i)
+{
+    pthread_once(&index_once, index_rows);
+    return by_order[i];
+}
+
+/* The rows in the table (bit per place), and those of them present at
+ * start-up: the start-up handlers run those; each row that joins later has
+ * handlers of its own. */
+static _Atomic unsigned joined_rows;
 static _Atomic unsigned startup_rows;
 static bool started; /* under table_mu */
 static pthread_mutex_t table_mu = PTHREAD_MUTEX_INITIALIZER;
 
-enum column { AT_START, FORK_PREPARE, FORK_PARENT, FORK_CHILD, AT_EXIT, REPORT, RESET };
+enum column { AT_INIT, AT_START, FORK_PREPARE, FORK_PARENT, FORK_CHILD, AT_EXIT, REPORT, RESET };
 
-static void (*column_of(const struct shim_module *m, enum column c))(void)
+static void (*column_of(const struct shim_life_row *m, enum column c))(void)
 {
     switch (c) {
+    case AT_INIT:
+        return m->at_init;
     case AT_START:
         return m->at_start;
     case FORK_PREPARE:
@@ -96,25 +76,32 @@ static void (*column_of(const struct shim_module *m, enum column c))(void)
     return NULL;
 }
 
+/* The row in place i when it is in the given set of places, else NULL. */
+static const struct shim_life_row *row_in(int i, unsigned set)
+{
+    return (set >> i) & 1u ? row_at(i) : NULL;
+}
+
 /* Runs one column of the start-up rows, top to bottom or bottom to top. */
 static void run_startup(enum column c, bool upward)
 {
     unsigned startup = atomic_load(&startup_rows);
     for (int k = 0; k < SHIM_ROW_COUNT; k++) {
         int i = upward ? SHIM_ROW_COUNT - 1 - k : k;
-        const struct shim_module *m = atomic_load(&rows[i]);
-        void (*fn)(void) = m != NULL && (startup >> i) & 1u ? column_of(m, c) : NULL;
+        const struct shim_life_row *m = row_in(i, startup);
+        void (*fn)(void) = m != NULL ? column_of(m, c) : NULL;
         if (fn != NULL)
             fn();
     }
 }
 
 /* Reports and resets take no locks and ask no driver: the start-up
- * handlers run them for every row. */
+ * handlers run them for every row in the table. */
 static void run_every_row(enum column c)
 {
+    unsigned joined = atomic_load(&joined_rows);
     for (int i = 0; i < SHIM_ROW_COUNT; i++) {
-        const struct shim_module *m = atomic_load(&rows[i]);
+        const struct shim_life_row *m = row_in(i, joined);
         void (*fn)(void) = m != NULL ? column_of(m, c) : NULL;
         if (fn != NULL)
             fn();
@@ -143,11 +130,11 @@ static void startup_exit(void)
     run_every_row(REPORT);
 }
 
-/* A row registered after start-up: its own handlers, installed when it
- * registers (one set per row, since libc's handlers take no argument). */
+/* A row that joined after start-up: its own handlers, installed when it
+ * joins (one set per place, since libc's handlers take no argument). */
 static void run_late(enum shim_row row, enum column c)
 {
-    const struct shim_module *m = atomic_load(&rows[row]);
+    const struct shim_life_row *m = row_in(row, atomic_load(&joined_rows));
     void (*fn)(void) = m != NULL ? column_of(m, c) : NULL;
     if (fn != NULL)
         fn();
@@ -200,42 +187,84 @@ static const struct handlers late[SHIM_ROW_COUNT] = {
 };
 _Static_assert(SHIM_ROW_COUNT == 12, "one LATE_HANDLERS and LATE_ENTRY per row");
 
-static bool has_handlers(const struct shim_module *m)
+static bool has_handlers(const struct shim_life_row *m)
 {
     return m->fork_prepare || m->fork_parent || m->fork_child || m->at_exit;
 }
 
-void shim_register(enum shim_row row, const struct shim_module *module)
+/* Puts the row in place row in the table, under table_mu; false when it
+ * was there already or no module linked in declares it. */
+static bool join_locked(enum shim_row row)
 {
-    if ((unsigned)row >= SHIM_ROW_COUNT || module == NULL)
+    const struct shim_life_row *m = row_at(row);
+    if (m == NULL || (atomic_load(&joined_rows) >> row) & 1u)
+        return false;
+    atomic_fetch_or(&joined_rows, 1u << row);
+    if (!started)
+        atomic_fetch_or(&startup_rows, 1u << row);
+    return true;
+}
+
+void shim_life_start(enum shim_row row)
+{
+    if ((unsigned)row >= SHIM_ROW_COUNT || (atomic_load(&joined_rows) >> row) & 1u)
         return;
     pthread_mutex_lock(&table_mu);
-    const struct shim_module *none = NULL;
-    if (atomic_compare_exchange_strong(&rows[row], &none, module)) {
-        if (!started)
-            atomic_fetch_or(&startup_rows, 1u << row);
-        else if (has_handlers(module)) {
-            pthread_atfork(late[row].prepare, late[row].parent, late[row].child);
-            atexit(late[row].exit);
-        }
+    if (join_locked(row) && started && has_handlers(row_at(row))) {
+        pthread_atfork(late[row].prepare, late[row].parent, late[row].child);
+        atexit(late[row].exit);
     }
     pthread_mutex_unlock(&table_mu);
 }
 
-/* Installs the start-up rows and the process's handlers for them. */
+/* Puts the start-up rows in the table, opens what they open in every mode
+ * (the run log), then installs the process's handlers for them. */
 static void start_table(void)
 {
-    shim_register(SHIM_ROW_LINKS, &links_row);
-    shim_register(SHIM_ROW_PEER, &peer_row);
-    shim_register(SHIM_ROW_OWNERSHIP, &ownership_row);
-    shim_register(SHIM_ROW_RECORD, &record_row);
-    shim_register(SHIM_ROW_STATS, &stats_row);
-    shim_register(SHIM_ROW_ALLOC, &alloc_row);
+    pthread_mutex_lock(&table_mu);
+    for (int i = 0; i < SHIM_ROW_COUNT; i++)
+        if (row_at(i) != NULL && !row_at(i)->late)
+            join_locked((enum shim_row)i);
+    pthread_mutex_unlock(&table_mu);
+    run_startup(AT_INIT, false);
     pthread_mutex_lock(&table_mu);
     started = true;
     pthread_mutex_unlock(&table_mu);
     atexit(startup_exit);
     pthread_atfork(startup_prepare, startup_parent, startup_child);
+}
+
+void shim_life_before_ctx_gone(struct CUctx_st *ctx, int dev)
+{
+    for (int i = 0; i < SHIM_ROW_COUNT; i++)
+        if (row_at(i) != NULL && row_at(i)->before_ctx_gone != NULL)
+            row_at(i)->before_ctx_gone(ctx, dev);
+}
+
+void shim_life_ctx_gone(struct CUctx_st *ctx)
+{
+    for (int i = 0; i < SHIM_ROW_COUNT; i++)
+        if (row_at(i) != NULL && row_at(i)->ctx_gone != NULL)
+            row_at(i)->ctx_gone(ctx);
+}
+
+void shim_life_device_gone(int dev)
+{
+    for (int i = 0; i < SHIM_ROW_COUNT; i++)
+        if (row_at(i) != NULL && row_at(i)->device_gone != NULL)
+            row_at(i)->device_gone(dev);
+}
+
+/* Names the rows linked in, in their order (a debug line at start-up). */
+static void log_rows(void)
+{
+    char names[256] = "";
+    size_t used = 0;
+    for (int i = 0; i < SHIM_ROW_COUNT && used < sizeof names; i++)
+        if (row_at(i) != NULL)
+            used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
+                                     used > 0 ? " " : "", row_at(i)->name);
+    LOG_DEBUG("lifecycle rows: %s", names);
 }
 
 /* ---- start-up and the guard ----------------------------------------------- */
@@ -251,9 +280,7 @@ static void init_once_body(void)
     if (config->dump_config)
         config_dump(config, dump_line);
     LOG_DEBUG("loaded (mode %s)", p2pshim_mode_names[config->mode]);
-    if (config->run_log[0] != '\0')
-        record_open(config->run_log_pattern, p2pshim_mode_names[config->mode],
-                    config->record_limit);
+    log_rows();
     start_table();
     if (config->mode != P2PSHIM_MODE_OFF)
         run_startup(AT_START, false);
@@ -309,10 +336,12 @@ static void forget_tid(void)
     cached_tid = 0; /* runs in the one thread a fork child has */
 }
 
+SHIM_LIFE_ROW(tid_row) = {
+    .order = SHIM_ROW_THREAD_ID, .late = true, .name = "thread-id", .fork_child = forget_tid};
+
 static void tid_once_body(void)
 {
-    static const struct shim_module row = {.name = "thread-id", .fork_child = forget_tid};
-    shim_register(SHIM_ROW_THREAD_ID, &row);
+    shim_life_start(SHIM_ROW_THREAD_ID);
 }
 
 uint32_t shim_thread_id(void)

@@ -10,6 +10,7 @@
  * block is carved there, so an unused region costs address space, not
  * memory. Large blocks are mappings of their own, unmapped when freed. */
 #define _GNU_SOURCE
+#include "shim.h"
 #include "shim_alloc.h"
 
 #include <pthread.h>
@@ -199,3 +200,11 @@ void shim_alloc_fork_release(void)
 {
     pthread_mutex_unlock(&alloc_lock);
 }
+
+SHIM_LIFE_ROW(alloc_row) = {
+    .order = SHIM_ROW_ALLOC,
+    .name = "shim-alloc",
+    .fork_prepare = shim_alloc_fork_prepare,
+    .fork_parent = shim_alloc_fork_release,
+    .fork_child = shim_alloc_fork_release,
+};

@@ -9,6 +9,7 @@
 #include "log.h"
 #include "peer.h"
 #include "record.h"
+#include "shim.h"
 
 /* Links tracked at once; past that a link is not tracked, so it is never
  * released (the shim keeps it, as it did before idle release existed). */
@@ -372,3 +373,15 @@ void link_life_fork_child(void)
     atomic_fetch_add(&links_gen, 1);
     pthread_mutex_unlock(&links_lock);
 }
+
+/* Its lock before peer.c's; its links forgotten before peer.c forgets the
+ * pairs (shim.h). */
+SHIM_LIFE_ROW(links_row) = {
+    .order = SHIM_ROW_LINKS,
+    .name = "links",
+    .fork_prepare = link_life_fork_prepare,
+    .fork_parent = link_life_fork_parent,
+    .fork_child = link_life_fork_child,
+    .ctx_gone = link_life_forget_ctx,
+    .device_gone = link_life_forget_device,
+};

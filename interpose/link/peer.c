@@ -7,6 +7,7 @@
 
 #include "driver.h"
 #include "log.h"
+#include "shim.h"
 #include "shim_hash.h"
 #include "stats.h"
 #include "thread_cache.h"
@@ -426,3 +427,14 @@ void peer_fork_release(void)
     pthread_mutex_unlock(&state_lock);
     pthread_mutex_unlock(&enable_lock);
 }
+
+SHIM_LIFE_ROW(peer_row) = {
+    .order = SHIM_ROW_PEER,
+    .name = "peer",
+    .at_start = peer_warm_thread,
+    .fork_prepare = peer_fork_prepare,
+    .fork_parent = peer_fork_release,
+    .fork_child = peer_fork_release,
+    .ctx_gone = peer_forget_ctx,
+    .device_gone = peer_forget_device,
+};

@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "ownership_int.h"
+#include "shim.h"
 #include "thread_cache.h"
 
 _Static_assert(sizeof(uintptr_t) == sizeof(uint64_t), "64-bit addresses");
@@ -399,3 +400,24 @@ void ownership_fork_release(void)
     pthread_rwlock_unlock(&table_lock);
     ownership_handles_unlock();
 }
+
+static void forget_ctx(struct CUctx_st *ctx)
+{
+    (void)ownership_remove_ctx(ctx);
+}
+
+static void forget_device(int dev)
+{
+    (void)ownership_remove_device(dev);
+}
+
+SHIM_LIFE_ROW(ownership_row) = {
+    .order = SHIM_ROW_OWNERSHIP,
+    .name = "ownership",
+    .at_start = ownership_warm_thread,
+    .fork_prepare = ownership_fork_prepare,
+    .fork_parent = ownership_fork_release,
+    .fork_child = ownership_fork_release,
+    .ctx_gone = forget_ctx,
+    .device_gone = forget_device,
+};

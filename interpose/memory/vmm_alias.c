@@ -135,12 +135,18 @@ static void alias_fork_child(void)
     pthread_mutex_init(&mu, NULL);
 }
 
-static const struct shim_module alias_row = {
+/* A late row; its device_gone runs whether or not it joined. A context's
+ * destruction leaves mapped memory mapped (it belongs to its allocation
+ * handle, not to a context): no ctx_gone. */
+SHIM_LIFE_ROW(alias_row) = {
+    .order = SHIM_ROW_ALIAS,
+    .late = true,
     .name = "vmm-alias",
     .fork_prepare = alias_fork_prepare,
     .fork_parent = alias_fork_parent,
     .fork_child = alias_fork_child,
     .at_exit = alias_exit,
+    .device_gone = vmm_alias_forget_device,
 };
 
 /* ---- records ------------------------------------------------------------ */
@@ -277,7 +283,7 @@ static void make_alias(struct alias *a, size_t first, size_t last)
     }
     a->va = va;
     if (++naliases == 1)
-        shim_register(SHIM_ROW_ALIAS, &alias_row);
+        shim_life_start(SHIM_ROW_ALIAS);
     LOG_DEBUG("alias of mapped memory %#lx+%zu (%zu mappings) at %#llx", (unsigned long)a->base,
               a->size, last - first + 1, (unsigned long long)va);
 }

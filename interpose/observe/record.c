@@ -18,6 +18,7 @@
 #include "log.h"
 #include "outfile.h"
 #include "record_int.h"
+#include "shim.h"
 #include "thread_start.h"
 
 /* A bounded multi-producer queue (D. Vyukov's): each cell's sequence tells
@@ -393,3 +394,21 @@ void record_flush_final(void)
     out_flush(&final_buf);
     pthread_mutex_unlock(&drain_lock);
 }
+
+/* The run log opens at the first hooked call in every mode, when one is
+ * configured. */
+static void open_configured(void)
+{
+    const struct p2pshim_config *c = config_get();
+    if (c->run_log[0] != '\0')
+        record_open(c->run_log_pattern, p2pshim_mode_names[c->mode], c->record_limit);
+}
+
+/* Its handlers return at once when no run log is open. */
+SHIM_LIFE_ROW(record_row) = {
+    .order = SHIM_ROW_RECORD,
+    .name = "record",
+    .at_init = open_configured,
+    .fork_child = record_fork_child,
+    .at_exit = record_flush_final,
+};

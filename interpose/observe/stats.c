@@ -7,6 +7,7 @@
 #include "config.h"
 #include "hot.h"
 #include "log.h"
+#include "shim.h"
 
 struct pair_counters {
     _Atomic uint64_t copies, upgraded, bytes, upgraded_bytes;
@@ -161,3 +162,11 @@ void stats_report(void)
              (unsigned long long)atomic_load(&enables_ok),
              (unsigned long long)atomic_load(&enables_failed));
 }
+
+SHIM_LIFE_ROW(stats_row) = {
+    .order = SHIM_ROW_STATS,
+    .name = "stats",
+    .at_start = stats_warm,
+    .report = stats_report,
+    .reset = stats_reset,
+};

@@ -1,15 +1,11 @@
 /* Exported peer-state and context wrappers: the program's view of peer
  * access (peer.h) and the state dropped when a context goes away. */
-#include "bounce/bounce.h"
 #include "copy.h"
 #include "driver.h"
 #include "hooks.h"
 #include "link_life.h"
-#include "ownership.h"
 #include "peer.h"
-#include "relay_scratch.h"
 #include "shim.h"
-#include "vmm_alias.h"
 
 /* The current context, or NULL. */
 static CUcontext current_ctx(void)
@@ -50,27 +46,24 @@ P2PSHIM_EXPORT CUresult cuCtxDisablePeerAccess(CUcontext peerContext)
 }
 
 /* A primary context reset destroys its allocations and every peer link to
- * and from it: drop what we know of that device. */
+ * and from it: every module drops what it knows of that device (the
+ * lifecycle rows' device_gone, shim.h). */
 static void forget_device(int dev)
 {
     if (shim_begin()) {
-        link_life_forget_device(dev);
-        peer_forget_device(dev);
-        ownership_remove_device(dev);
-        vmm_alias_forget_device(dev);
+        shim_life_device_gone(dev);
         shim_end();
     }
 }
 
-/* Before a context may go: the bounce snapshots it holds are filled into
- * their host buffers and freed, and the pool relay's buffers there given
- * back, while the context still works. ctx NULL:
- * every context of dev (a primary context's reset or last release). */
+/* Before a context may go, what the modules hold in it (the bounce
+ * snapshots, the pool relay's buffers) is given back while the context
+ * still works (before_ctx_gone, shim.h). ctx NULL: every context of dev (a
+ * primary context's reset or last release). */
 static void before_ctx_gone(CUcontext ctx, int dev)
 {
     if (shim_begin()) {
-        bounce_ctx_gone(ctx, dev);
-        relay_ctx_gone(ctx, dev);
+        shim_life_before_ctx_gone(ctx, dev);
         shim_end();
     }
 }
@@ -115,9 +108,7 @@ P2PSHIM_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
     before_ctx_gone(ctx, -1);
     CUresult r = real(ctx);
     if (r == CUDA_SUCCESS && shim_begin()) {
-        link_life_forget_ctx(ctx);
-        peer_forget_ctx(ctx);
-        ownership_remove_ctx(ctx);
+        shim_life_ctx_gone(ctx);
         shim_end();
     }
     return r;
