@@ -11,6 +11,7 @@
 #include "config.h"
 #include "log_vocab.h"
 #include "ownership.h"
+#include "route_reason.h"
 
 enum route_action {
     ROUTE_PASS = 0,          /* call the original unchanged */
@@ -28,24 +29,6 @@ enum route_action {
  * saves (a staged 1 MiB copy takes about 30 us on an H200 pair; a relay
  * adds 6-10 driver calls of a few us each before its first byte moves). */
 #define ROUTE_RELAY_MIN ((size_t)1 << 20)
-
-/* Why: log_vocab.def's LOG_REASONS, each with its class. */
-enum route_reason {
-#define P2PSHIM_REASON_ENUM(id, name, class) ROUTE_##id,
-    LOG_REASONS(P2PSHIM_REASON_ENUM)
-#undef P2PSHIM_REASON_ENUM
-    ROUTE_REASON_COUNT
-};
-
-const char *route_reason_name(enum route_reason reason);
-/* The reason's class (LOG_CLASS_OTHER for a value out of range). */
-enum log_reason_class route_reason_class(enum route_reason reason);
-
-/* true for reasons under which the copy rides the peer link thanks to the
- * shim (counted as upgraded): class LOG_CLASS_UPGRADE. */
-bool route_reason_is_upgrade(enum route_reason reason);
-/* true for reasons that are not a cross-GPU copy: class LOG_CLASS_LOCAL. */
-bool route_reason_is_local(enum route_reason reason);
 
 /* One end of a copy as the ownership layer sees it. */
 struct route_end {

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "route.h"
+#include "route_reason.h"
 
 const char *trust_verdict_name(enum trust_verdict v)
 {

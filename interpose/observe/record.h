@@ -19,7 +19,7 @@
 
 #include "log_vocab.h"
 #include "ownership.h"
-#include "route.h"
+#include "route_reason.h"
 
 /* What happened to the copy (log_vocab.def's LOG_ACTIONS). */
 enum record_action {

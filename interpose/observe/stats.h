@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "route.h"
+#include "route_reason.h"
 
 /* Counts one copy (or batch element). src/dst are ordinals (ignored for
  * reasons that are not cross-GPU). */
