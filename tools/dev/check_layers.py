@@ -25,14 +25,23 @@ The parse is simple on purpose: comments, strings and preprocessor lines
 are removed; a definition is `name ( ... ) {` at the top level. It does not
 evaluate #if; a name used only in one branch still counts.
 
+Folders in order: when DIR holds a file LAYERS (one folder name a line,
+bottom first; `#` starts a comment), every .c file must be in one of its
+folders, and no file may use a function of a folder listed after its own
+(above it). A file uses its own folder and those below; work handed up
+goes through a pointer registered at run time, which is no edge. Each use
+upward is reported with the folders, e.g.
+
+    upward: memory/a.c uses b_go (observe/b.c, declared in b.h): observe is above memory
+
 Options: `--module=DIR` makes the files of the subfolder DIR one node (a
 module with an internal header of its own: circles inside it are its own
 business; its edges to and from the rest still count); `--ignore=NAME`
 drops uses of NAME (a libc function the shim overrides, while the shim's
 own calls of it still reach the override); `--graph` prints every edge.
 
-Exit status: 0 with no circle, 1 with one (the report on stderr), 2 on
-bad usage.
+Exit status: 0 with no circle and no use upward, 1 with one (the report
+on stderr), 2 on bad usage.
 """
 import os
 import re
@@ -242,6 +251,53 @@ def circles(nodes, edges):
     return out
 
 
+def read_layers(root):
+    """The folders DIR/LAYERS lists, bottom first; None without the file."""
+    path = os.path.join(root, "LAYERS")
+    if not os.path.isfile(path):
+        return None
+    with open(path) as f:
+        words = [line.split("#", 1)[0].strip() for line in f]
+    return [w.rstrip("/") for w in words if w]
+
+
+def folder_of(node):
+    """The top folder a file (or a --module folder node) is in; "" at the root."""
+    path = node.rstrip("/") if node.endswith("/") else os.path.dirname(node)
+    return path.split("/", 1)[0] if path else ""
+
+
+def upward_uses(nodes, edges, declared_in, layers):
+    """Report lines for files outside the listed folders and for each use
+    of a function of a folder above the user's own."""
+    rank = {name: i for i, name in enumerate(layers)}
+    out = []
+    for node in nodes:
+        if folder_of(node) not in rank:
+            out.append(f"outside the folders of LAYERS: {node}")
+    for a in sorted(edges):
+        fa = folder_of(a)
+        for b in sorted(edges[a]):
+            fb = folder_of(b)
+            if fa in rank and fb in rank and rank[fb] > rank[fa]:
+                for n in edges[a][b]:
+                    out.append(f"upward: {a} uses {n} ({b}, declared in "
+                               f"{declared_in.get(n, 'no header')}): {fb} is above {fa}")
+    return out
+
+
+def report_circles(found, edges, declared_in):
+    for comp in found:
+        members = set(comp)
+        print(f"circle of {len(comp)} files: {' '.join(comp)}", file=sys.stderr)
+        for a in comp:
+            for b in sorted(edges.get(a, {})):
+                if b in members:
+                    names = ", ".join(
+                        f"{n} ({declared_in.get(n, 'no header')})" for n in edges[a][b])
+                    print(f"  {a} uses {b}: {names}", file=sys.stderr)
+
+
 def option_list(argv, name):
     out = []
     for a in argv:
@@ -264,21 +320,17 @@ def main(argv):
             for b in sorted(edges[a]):
                 print(f"{a} -> {b}: {', '.join(edges[a][b])}")
     found = circles(nodes, edges)
-    for comp in found:
-        members = set(comp)
-        print(f"circle of {len(comp)} files: {' '.join(comp)}", file=sys.stderr)
-        for a in comp:
-            for b in sorted(edges.get(a, {})):
-                if b in members:
-                    names = ", ".join(
-                        f"{n} ({declared_in.get(n, 'no header')})" for n in edges[a][b])
-                    print(f"  {a} uses {b}: {names}", file=sys.stderr)
-    if found:
+    report_circles(found, edges, declared_in)
+    layers = read_layers(root)
+    upward = upward_uses(nodes, edges, declared_in, layers) if layers is not None else []
+    for line in upward:
+        print(line, file=sys.stderr)
+    if found or upward:
         return 1
+    folders = f"; folders {' < '.join(layers)}: no use upward" if layers is not None else ""
     print(f"check_layers: {len(nodes)} files, "
-          f"{sum(len(v) for v in edges.values())} file-to-file uses, no circle")
+          f"{sum(len(v) for v in edges.values())} file-to-file uses, no circle{folders}")
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv))
