@@ -57,7 +57,7 @@ enum how { HOW_NONE, HOW_LAZY, HOW_EAGER };
  * the shim can track, at least the minimum for that kind), then whether
  * the predictor says it bounces, then how. While no key has evidence the
  * D2H is only remembered, and no pointer is looked up. Everything before
- * the prediction is cheap and asks the driver nothing new (resolve.h caches);
+ * the prediction is cheap and asks the driver nothing new (owner_lookup.h caches);
  * the userfaultfd start, the HMM question and the fork/exit handlers wait
  * for the first predicted D2H. */
 static enum how decide(const void *host, size_t bytes, CUdeviceptr dev,

@@ -227,7 +227,7 @@ static bool is_host(CUdeviceptr p, struct owner_info *info)
 }
 
 /* Observe mode: a D2H or H2D of at least BOUNCE_UNIFIED_MIN bytes goes to
- * the bounce watch (bounce_watch.h). dev: the device end. */
+ * the bounce watch (bounce/bounce.h). dev: the device end. */
 static void watch_host_copy(CUdeviceptr dev, const void *host, size_t bytes, bool to_device)
 {
     struct owner_info info;

@@ -96,7 +96,7 @@ struct p2pshim_config {
     unsigned bounce_budget_pct;   /* percent of the device's free memory, */
     size_t bounce_budget;         /* or, when that is 0, bytes per device */
     size_t bounce_chunk;          /* page multiple */
-    size_t bounce_min;            /* 0: auto (bounce_copy.c's measured minimums) */
+    size_t bounce_min;            /* 0: auto (bounce_int.h's measured minimums) */
     size_t link_idle_ms;          /* 0: the shim keeps its links; else idle time before release */
     size_t pool_relay;            /* scratch per device for relaying pool memory; 0: off */
     enum p2pshim_trust trust;

@@ -22,7 +22,7 @@
 
 #include "driver.h"
 #include "hooks.h"
-#include "next_symbol.h"
+#include "elf_next.h"
 
 #define UNINSTRUMENTED __attribute__((no_sanitize("address", "undefined", "thread")))
 

@@ -1,6 +1,6 @@
 #define _GNU_SOURCE
 #include "driver.h"
-#include "next_symbol.h"
+#include "elf_next.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

@@ -5,7 +5,7 @@
  * would reach the shim's (or an earlier interposer's). Uninstrumented: it
  * runs from the dlvsym trampoline's route before any sanitizer is set up. */
 #define _GNU_SOURCE
-#include "next_symbol.h"
+#include "elf_next.h"
 
 #include <dlfcn.h>
 #include <elf.h>

@@ -18,15 +18,4 @@ void *next_symbol(const char *name);
  * once, early). */
 void *next_symbol_cached(_Atomic(void *) *slot, const char *name);
 
-/* The first definition of name, a function, in an object loaded after the
- * shim (link-map order), read from the objects' own symbol tables: no
- * dlsym, no dlvsym, no allocation; NULL when none defines it. An IFUNC's
- * resolver, not its choice (the names asked for are not IFUNCs). */
-void *elf_next_definition(const char *name);
-
-/* Whether addr lies in an object loaded before the shim (the program
- * itself, or a library preloaded ahead of it): a caller whose RTLD_NEXT
- * search passes over the shim. */
-int elf_loaded_before_self(const void *addr);
-
 #endif

@@ -2,8 +2,8 @@
  * (cuPointerGetAttributes) whose answer is cached in the table until a
  * free, unmap or reset removes it. Pointers the driver does not know
  * (plain host memory) are not cached: they may be registered later. */
-#ifndef P2PSHIM_RESOLVE_H
-#define P2PSHIM_RESOLVE_H
+#ifndef P2PSHIM_OWNER_LOOKUP_H
+#define P2PSHIM_OWNER_LOOKUP_H
 
 #include <stdbool.h>
 

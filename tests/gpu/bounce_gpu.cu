@@ -17,7 +17,7 @@
  * --probe-hmm: a kernel reading a just-bounced pageable buffer (HMM).
  * --probe: what pinned and registered memory allow (userfaultfd MISSING
  * and WP registration, mprotect) and whether the devices read pageable
- * memory themselves (HMM/ATS): the answers DESIGN.md and docs/ need.
+ * memory themselves (HMM/ATS): docs/ARCHITECTURE.md's measured facts.
  * Exit: 0, 1 on a failure, 77 with fewer than two GPUs. */
 #include "../bounce/bt_pipe.h"
 #include "cupti_paths.h"
