@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Size limits of the shim's sources: no function longer than 80 lines,
-no .c file longer than 500 (both adjustable).
+no .c file longer than 800 (both adjustable).
 
 A function's length runs from the line that names it in its definition to
 the line of its closing brace, both counted; the scan is check_layers.py's
@@ -90,7 +90,7 @@ def main(argv):
               "[--exclude=DIR]... DIR...", file=sys.stderr)
         return 2
     fn_max = option(argv, "--function-lines", 80)
-    file_max = option(argv, "--file-lines", 500)
+    file_max = option(argv, "--file-lines", 800)
     over, nfiles, nfuncs = [], 0, 0
     for d in dirs:
         for dirpath, subdirs, files in os.walk(d):
