@@ -12,10 +12,10 @@
 #    16 jobs); uthash comes from .deps/include, carried with the tree;
 # 3. runs ctest -L gpu --output-on-failure (-R REGEX with --tests, -E with
 #    --exclude);
-# 4. runs tools/bench/p2pbench/run_bench.py (results: docs/p2pbench-results.json)
-#    and tools/bench/p2pbench/bounce_run.sh (host bounces: docs/bounce-results.jsonl);
+# 4. runs tools/bench/p2pbench/run_bench.py (results: results/p2pbench-results.json)
+#    and tools/bench/p2pbench/bounce_run.sh (host bounces: results/bounce-results.jsonl);
 # 5. runs tools/bench/p2pbench/harm_run.py (what the shim costs programs that never
-#    bounce, and the bounce loops: docs/harm-results.json; --harm-args passes
+#    bounce, and the bounce loops: results/harm-results.json; --harm-args passes
 #    options, e.g. "--quick");
 # 5b. runs tools/bench/p2pbench/trust_cost.sh (what the link check costs a pair's
 #    first copy, checked and cached) where two or more GPUs are present; with
@@ -32,6 +32,10 @@ cd "$(dirname "$0")/../.." || exit 1
 ROOT=$PWD
 BUILD=${P2PSHIM_GPU_BUILD:-build-gpu}
 LOGS=$ROOT/$BUILD/gpu-tier
+# Results go to results/ (git ignores it): a GPU run leaves the work tree
+# clean. The set docs/RESULTS.md cites is kept in tools/bench/results/.
+RESULTS=$ROOT/results
+mkdir -p "$RESULTS"
 do_build=1 do_tests=1 do_bench=1 do_bounce=1 do_harm=1 do_trust=1 rounds=2 bench_args="" tests_regex=""
 exclude_regex="" harm_args=""
 while [ $# -gt 0 ]; do
@@ -117,7 +121,7 @@ fi
 if [ "$do_bench" = 1 ]; then
     echo "== run_bench.py"
     if python3 tools/bench/p2pbench/run_bench.py --build-dir "$BUILD" --rounds "$rounds" \
-               --bench-args "$bench_args" --json docs/p2pbench-results.json 2>&1 |
+               --bench-args "$bench_args" --json "$RESULTS/p2pbench-results.json" 2>&1 |
            tee "$LOGS/bench.log"; then
         bench_state=ok
     else
@@ -126,7 +130,7 @@ if [ "$do_bench" = 1 ]; then
 fi
 if [ "$do_bounce" = 1 ] && [ "$build_state" != FAILED ]; then
     echo "== bounce_run.sh"
-    if sh tools/bench/p2pbench/bounce_run.sh "$BUILD" docs/bounce-results.jsonl 2>&1 |
+    if sh tools/bench/p2pbench/bounce_run.sh "$BUILD" "$RESULTS/bounce-results.jsonl" 2>&1 |
            tee "$LOGS/bounce.log"; then
         bounce_state=ok
     else
@@ -138,7 +142,7 @@ if [ "$do_harm" = 1 ] && [ "$build_state" != FAILED ]; then
     echo "== harm_run.py"
     # shellcheck disable=SC2086 # harm_args is a list of options
     if PYTHONUNBUFFERED=1 python3 tools/bench/p2pbench/harm_run.py --build-dir "$BUILD" \
-               --json docs/harm-results.json $harm_args 2>&1 | tee "$LOGS/harm.log"; then
+               --json "$RESULTS/harm-results.json" $harm_args 2>&1 | tee "$LOGS/harm.log"; then
         harm_state=ok
     else
         harm_state=FAILED status=1
@@ -211,9 +215,9 @@ if [ -n "${OUT:-}" ]; then
         bounce-probe.txt trust.log summary.txt 2>/dev/null) 2>/dev/null
     sent=1
     for f in "$LOGS/summary.txt" \
-             "$([ "$do_harm" = 1 ] && echo docs/harm-results.json)" \
-             "$([ "$do_bench" = 1 ] && echo docs/p2pbench-results.json)" \
-             "$([ "$do_bounce" = 1 ] && echo docs/bounce-results.jsonl)" \
+             "$([ "$do_harm" = 1 ] && echo "$RESULTS/harm-results.json")" \
+             "$([ "$do_bench" = 1 ] && echo "$RESULTS/p2pbench-results.json")" \
+             "$([ "$do_bounce" = 1 ] && echo "$RESULTS/bounce-results.jsonl")" \
              "$LOGS/harm.log" "$LOGS/ctest.log" "$LOGS/bench.log" "$LOGS/bounce.log" \
              "$LOGS/topo.txt" "$LOGS/bounce-probe.txt"; do
         [ -n "$f" ] && [ -f "$f" ] && [ "$sent" -lt 8 ] && cp "$f" "$OUT/" && sent=$((sent + 1))

@@ -8,7 +8,8 @@
 # criteria last (bounce_report.py).
 set -u
 build=${1:?usage: bounce_run.sh BUILD_DIR [OUT.jsonl]}
-out=${2:-bounce.jsonl}
+out=${2:-$(dirname "$0")/../../../results/bounce-results.jsonl}
+mkdir -p "$(dirname "$out")"
 shim=$build/interpose/libp2pshim.so
 here=$(dirname "$0")
 : >"$out"

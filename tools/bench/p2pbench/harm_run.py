@@ -50,7 +50,8 @@ def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--build-dir", default=os.path.join(repo_root(), "build-gpu"))
     p.add_argument("--shim", help="libp2pshim.so (default: BUILD/interpose/libp2pshim.so)")
-    p.add_argument("--json", default="harm-results.json", help="results file")
+    p.add_argument("--json", default=os.path.join(repo_root(), "results", "harm-results.json"),
+                   help="results file (default: results/, which git ignores)")
     p.add_argument("--quick", action="store_true",
                    help="static cudart only, sizes 1M,16M,256M, 3/2/2 processes per arm")
     p.add_argument("--sizes", help="sizes of the rows that never bounce (default "
@@ -258,6 +259,7 @@ def report(records, elapsed, stopped, out_json, meta):
     for l in summary:
         print(l)
     meta.update(elapsed_s=round(elapsed, 1), processes_not_started=stopped)
+    os.makedirs(os.path.dirname(os.path.abspath(out_json)), exist_ok=True)
     with open(out_json, "w") as f:
         json.dump({"meta": meta, "summary": summary, "measurements": measures,
                    "held": helds, "processes": records}, f, indent=1)

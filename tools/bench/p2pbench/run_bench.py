@@ -66,7 +66,7 @@ def parse_args():
     p.add_argument("--static", help="p2pbench_static (default: BUILD/tools/bench/p2pbench/)")
     p.add_argument("--shared", help="p2pbench_shared (default: BUILD/tools/bench/p2pbench/)")
     p.add_argument("--shim", help="libp2pshim.so (default: found under BUILD)")
-    p.add_argument("--json", default=os.path.join(repo_root(), "docs", "p2pbench-results.json"))
+    p.add_argument("--json", default=os.path.join(repo_root(), "results", "p2pbench-results.json"))
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--bench-args", default="",
                    help="extra p2pbench arguments, e.g. '--reps 7 --direction both'")
