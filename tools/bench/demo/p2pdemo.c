@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include <cuda.h>
+#include "../bench_check.h"
 
 typedef CUresult (*gpa_fn)(const char *, void **, int, cuuint64_t,
                            CUdriverProcAddressQueryResult *);
@@ -33,14 +34,6 @@ static void *fetch(const char *name, int version)
     return fn;
 }
 
-#define CHECK(call)                                                           \
-    do {                                                                      \
-        CUresult r_ = (call);                                                 \
-        if (r_ != CUDA_SUCCESS) {                                             \
-            fprintf(stderr, "p2pdemo: %s failed: %d\n", #call, (int)r_);      \
-            return 1;                                                         \
-        }                                                                     \
-    } while (0)
 
 static double now_s(void)
 {
@@ -79,36 +72,36 @@ int main(int argc, char **argv)
     CUresult (*sync)(void) = fetch("cuCtxSynchronize", 2000);
 
     int n = 0;
-    CHECK(init(0));
-    CHECK(count(&n));
+    CHECK_CU(init(0));
+    CHECK_CU(count(&n));
     if (n < 2) {
         fprintf(stderr, "p2pdemo: %d device(s); two are needed\n", n);
         return 77;
     }
     CUcontext ctx0, ctx1;
     CUdeviceptr src, dst;
-    CHECK(retain(&ctx0, 0));
-    CHECK(retain(&ctx1, 1));
-    CHECK(set_current(ctx1));
-    CHECK(mem_alloc(&dst, bytes));
-    CHECK(set_current(ctx0));
-    CHECK(mem_alloc(&src, bytes));
+    CHECK_CU(retain(&ctx0, 0));
+    CHECK_CU(retain(&ctx1, 1));
+    CHECK_CU(set_current(ctx1));
+    CHECK_CU(mem_alloc(&dst, bytes));
+    CHECK_CU(set_current(ctx0));
+    CHECK_CU(mem_alloc(&src, bytes));
 
     uint32_t *host = malloc(bytes);
     if (host == NULL)
         return 1;
     for (size_t i = 0; i < bytes / 4; i++)
         host[i] = (uint32_t)(i * 2654435761u);
-    CHECK(htod(src, host, bytes));
-    CHECK(peer(dst, ctx1, src, ctx0, bytes)); /* warm-up */
+    CHECK_CU(htod(src, host, bytes));
+    CHECK_CU(peer(dst, ctx1, src, ctx0, bytes)); /* warm-up */
     double t0 = now_s();
     for (int i = 0; i < reps; i++)
-        CHECK(peer(dst, ctx1, src, ctx0, bytes));
-    CHECK(sync());
+        CHECK_CU(peer(dst, ctx1, src, ctx0, bytes));
+    CHECK_CU(sync());
     double dt = now_s() - t0;
     memset(host, 0, bytes);
-    CHECK(set_current(ctx1));
-    CHECK(dtoh(host, dst, bytes));
+    CHECK_CU(set_current(ctx1));
+    CHECK_CU(dtoh(host, dst, bytes));
     size_t bad = 0;
     for (size_t i = 0; i < bytes / 4; i++)
         bad += host[i] != (uint32_t)(i * 2654435761u);

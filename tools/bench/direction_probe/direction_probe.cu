@@ -6,20 +6,11 @@
 // (route.h) because of what this prints. Run WITHOUT the shim.
 #include <cstdio>
 #include <cuda_runtime.h>
-
-#define CHECK(call)                                                             \
-    do {                                                                        \
-        cudaError_t e_ = (call);                                                \
-        if (e_ != cudaSuccess) {                                                \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call,        \
-                    cudaGetErrorString(e_));                                    \
-            return 1;                                                           \
-        }                                                                       \
-    } while (0)
+#include "../bench_check.h"
 
 static int set_access(int from, int to, bool on)
 {
-    CHECK(cudaSetDevice(from));
+    CHECK_CUDA(cudaSetDevice(from));
     cudaError_t e = on ? cudaDeviceEnablePeerAccess(to, 0) : cudaDeviceDisablePeerAccess(to);
     if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled &&
         e != cudaErrorPeerAccessNotEnabled) {
@@ -42,12 +33,12 @@ int main()
     cudaStream_t stream[2];
     cudaEvent_t start[2], stop[2];
     for (int d = 0; d < 2; d++) {
-        CHECK(cudaSetDevice(d));
-        CHECK(cudaMalloc(&buf[d], bytes));
-        CHECK(cudaMemset(buf[d], d, bytes));
-        CHECK(cudaStreamCreate(&stream[d]));
-        CHECK(cudaEventCreate(&start[d]));
-        CHECK(cudaEventCreate(&stop[d]));
+        CHECK_CUDA(cudaSetDevice(d));
+        CHECK_CUDA(cudaMalloc(&buf[d], bytes));
+        CHECK_CUDA(cudaMemset(buf[d], d, bytes));
+        CHECK_CUDA(cudaStreamCreate(&stream[d]));
+        CHECK_CUDA(cudaEventCreate(&start[d]));
+        CHECK_CUDA(cudaEventCreate(&stop[d]));
     }
     const char *modes[3] = {"none", "0->1 only", "1->0 only"};
     printf("%-10s %-6s %-13s %10s\n", "copy", "stream", "enabled", "GB/s");
@@ -58,17 +49,17 @@ int main()
             int dst = 1 - src;
             for (int on = 0; on < 2; on++) {
                 int sd = on == 0 ? src : dst;
-                CHECK(cudaSetDevice(sd));
+                CHECK_CUDA(cudaSetDevice(sd));
                 for (int w = 0; w < 3; w++)
-                    CHECK(cudaMemcpyPeerAsync(buf[dst], dst, buf[src], src, bytes, stream[sd]));
+                    CHECK_CUDA(cudaMemcpyPeerAsync(buf[dst], dst, buf[src], src, bytes, stream[sd]));
                 const int reps = 20;
-                CHECK(cudaEventRecord(start[sd], stream[sd]));
+                CHECK_CUDA(cudaEventRecord(start[sd], stream[sd]));
                 for (int r = 0; r < reps; r++)
-                    CHECK(cudaMemcpyPeerAsync(buf[dst], dst, buf[src], src, bytes, stream[sd]));
-                CHECK(cudaEventRecord(stop[sd], stream[sd]));
-                CHECK(cudaEventSynchronize(stop[sd]));
+                    CHECK_CUDA(cudaMemcpyPeerAsync(buf[dst], dst, buf[src], src, bytes, stream[sd]));
+                CHECK_CUDA(cudaEventRecord(stop[sd], stream[sd]));
+                CHECK_CUDA(cudaEventSynchronize(stop[sd]));
                 float ms = 0;
-                CHECK(cudaEventElapsedTime(&ms, start[sd], stop[sd]));
+                CHECK_CUDA(cudaEventElapsedTime(&ms, start[sd], stop[sd]));
                 printf("%d->%d       %-6s %-13s %10.1f\n", src, dst, sd == src ? "src" : "dst",
                        modes[mode], (double)bytes * reps / (ms * 1e-3) / 1e9);
             }

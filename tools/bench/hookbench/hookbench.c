@@ -13,19 +13,12 @@
 #include <cuda.h>
 
 #include "bench_clock.h"
+#include "../bench_check.h"
 
 #define BATCHES 31
 #define PER_BATCH 2000
 
 
-#define CHECK(call)                                                           \
-    do {                                                                      \
-        CUresult r_ = (call);                                                 \
-        if (r_ != CUDA_SUCCESS) {                                             \
-            fprintf(stderr, "hookbench: %s: %d\n", #call, (int)r_);           \
-            exit(1);                                                          \
-        }                                                                     \
-    } while (0)
 
 static CUdeviceptr a0, b0, a1;
 static char host[64];
@@ -40,22 +33,22 @@ static void run(const char *what, int kind)
         double t0 = bench_now_ns();
         for (int i = 0; i < PER_BATCH; i++) {
             if (kind == 0)
-                CHECK(cuMemcpyDtoDAsync_v2(b0, a0, 4, NULL));
+                CHECK_CU(cuMemcpyDtoDAsync_v2(b0, a0, 4, NULL));
             else if (kind == 1)
-                CHECK(cuMemcpyHtoDAsync_v2(a0, host, 4, NULL));
+                CHECK_CU(cuMemcpyHtoDAsync_v2(a0, host, 4, NULL));
             else if (kind == 2)
-                CHECK(cuMemcpyAsync(b0, a0, 4, NULL));
+                CHECK_CU(cuMemcpyAsync(b0, a0, 4, NULL));
             else if (kind == 3)
-                CHECK(cuMemcpyPeerAsync(a1, ctx1, a0, ctx0, 4, NULL));
+                CHECK_CU(cuMemcpyPeerAsync(a1, ctx1, a0, ctx0, 4, NULL));
             else if (kind == 4)
-                CHECK(cuMemsetD8Async(b0, 1, 4, NULL));
+                CHECK_CU(cuMemsetD8Async(b0, 1, 4, NULL));
             else if (kind == 5)
-                CHECK(cuMemcpyDtoHAsync_v2(host, a0, 4, NULL));
+                CHECK_CU(cuMemcpyDtoHAsync_v2(host, a0, 4, NULL));
             else
-                CHECK(cuMemcpyDtoH_v2(pinned_1m, a0, BIG));
+                CHECK_CU(cuMemcpyDtoH_v2(pinned_1m, a0, BIG));
         }
         double t1 = bench_now_ns();
-        CHECK(cuStreamSynchronize(NULL)); /* the stand-in queues async work */
+        CHECK_CU(cuStreamSynchronize(NULL)); /* the stand-in queues async work */
         per_call[b] = (t1 - t0) / PER_BATCH;
     }
     qsort(per_call, BATCHES, sizeof per_call[0], bench_cmp_double);
@@ -99,15 +92,15 @@ static void run_free(const char *what, int threads)
 
 int main(void)
 {
-    CHECK(cuInit(0));
-    CHECK(cuDevicePrimaryCtxRetain(&ctx0, 0));
-    CHECK(cuDevicePrimaryCtxRetain(&ctx1, 1));
-    CHECK(cuCtxSetCurrent(ctx1));
-    CHECK(cuMemAlloc_v2(&a1, BIG));
-    CHECK(cuCtxSetCurrent(ctx0));
-    CHECK(cuMemAlloc_v2(&a0, BIG));
-    CHECK(cuMemHostAlloc(&pinned_1m, BIG, 0));
-    CHECK(cuMemAlloc_v2(&b0, 1 << 20));
+    CHECK_CU(cuInit(0));
+    CHECK_CU(cuDevicePrimaryCtxRetain(&ctx0, 0));
+    CHECK_CU(cuDevicePrimaryCtxRetain(&ctx1, 1));
+    CHECK_CU(cuCtxSetCurrent(ctx1));
+    CHECK_CU(cuMemAlloc_v2(&a1, BIG));
+    CHECK_CU(cuCtxSetCurrent(ctx0));
+    CHECK_CU(cuMemAlloc_v2(&a0, BIG));
+    CHECK_CU(cuMemHostAlloc(&pinned_1m, BIG, 0));
+    CHECK_CU(cuMemAlloc_v2(&b0, 1 << 20));
     memset(host, 1, sizeof host);
     run("same-device cuMemcpyDtoDAsync 4 B", 0);
     run("cuMemcpyHtoDAsync 4 B", 1);
@@ -129,7 +122,7 @@ int main(void)
     void *h = malloc(big);
     if (h == NULL)
         return 1;
-    CHECK(cuMemcpyDtoH_v2(h, a0, big));
+    CHECK_CU(cuMemcpyDtoH_v2(h, a0, big));
     run_free("malloc+free 64 B after a 1 MiB D2H", 1);
     run_free("malloc+free 64 B after a 1 MiB D2H", FREE_THREADS_MAX);
     free(h);

@@ -30,20 +30,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "../bench_check.h"
 
 #ifndef P2PSHIM_CUDART
 #define P2PSHIM_CUDART "unknown"
 #endif
 
-#define CK(call)                                                                    \
-    do {                                                                            \
-        cudaError_t e_ = (call);                                                    \
-        if (e_ != cudaSuccess) {                                                    \
-            fprintf(stderr, "bouncebench: %s:%d: %s returned %s: %s\n", __FILE__,   \
-                    __LINE__, #call, cudaGetErrorName(e_), cudaGetErrorString(e_)); \
-            exit(1);                                                                \
-        }                                                                           \
-    } while (0)
 
 #define MAX_SIZES 32
 #define MAX_REPS 101
@@ -156,20 +148,20 @@ int main(int argc, char **argv)
     for (int i = 0; i < nsizes; i++)
         cap = sizes[i] > cap ? sizes[i] : cap;
     void *src, *dst;
-    CK(cudaSetDevice(b));
-    CK(cudaMalloc(&dst, cap));
-    CK(cudaSetDevice(a));
-    CK(cudaMalloc(&src, cap));
+    CHECK_CUDA(cudaSetDevice(b));
+    CHECK_CUDA(cudaMalloc(&dst, cap));
+    CHECK_CUDA(cudaSetDevice(a));
+    CHECK_CUDA(cudaMalloc(&src, cap));
     const uint32_t seed = 4242;
-    CK(p2pk_fill(src, cap, seed, cudaStreamLegacy));
-    CK(cudaDeviceSynchronize());
+    CHECK_CUDA(p2pk_fill(src, cap, seed, cudaStreamLegacy));
+    CHECK_CUDA(cudaDeviceSynchronize());
     void *snap = NULL;
     if (direct) {
-        CK(cudaMalloc(&snap, cap));
-        CK(cudaDeviceEnablePeerAccess(b, 0));
-        CK(cudaSetDevice(b));
-        CK(cudaDeviceEnablePeerAccess(a, 0));
-        CK(cudaSetDevice(a));
+        CHECK_CUDA(cudaMalloc(&snap, cap));
+        CHECK_CUDA(cudaDeviceEnablePeerAccess(b, 0));
+        CHECK_CUDA(cudaSetDevice(b));
+        CHECK_CUDA(cudaDeviceEnablePeerAccess(a, 0));
+        CHECK_CUDA(cudaSetDevice(a));
     }
     FILE *jf = json ? fopen(json, "a") : NULL;
     int bad = 0;
@@ -183,7 +175,7 @@ int main(int argc, char **argv)
         if (m == 0)
             h = (unsigned char *)malloc(cap);
         else
-            CK(cudaMallocHost((void **)&h, cap));
+            CHECK_CUDA(cudaMallocHost((void **)&h, cap));
         for (int t = 0; t < 2; t++) {
             if ((t == 0 && !touch_none) || (t == 1 && !touch_read))
                 continue;
@@ -191,25 +183,25 @@ int main(int argc, char **argv)
                 size_t n = sizes[si];
                 double pair[MAX_REPS], d2h[MAX_REPS], h2d[MAX_REPS];
                 for (int r = -warmup; r < reps; r++) {
-                    CK(cudaSetDevice(a));
+                    CHECK_CUDA(cudaSetDevice(a));
                     double t0 = now_ms();
                     if (direct) {
-                        CK(cudaMemcpy(snap, src, n, cudaMemcpyDeviceToDevice));
-                        CK(cudaDeviceSynchronize()); /* D2D returns before completion */
+                        CHECK_CUDA(cudaMemcpy(snap, src, n, cudaMemcpyDeviceToDevice));
+                        CHECK_CUDA(cudaDeviceSynchronize()); /* D2D returns before completion */
                     } else
-                        CK(cudaMemcpy(h, src, n, cudaMemcpyDeviceToHost));
+                        CHECK_CUDA(cudaMemcpy(h, src, n, cudaMemcpyDeviceToHost));
                     double t1 = now_ms();
                     if (t && direct)
-                        CK(cudaMemcpy(h, snap, n, cudaMemcpyDeviceToHost));
+                        CHECK_CUDA(cudaMemcpy(h, snap, n, cudaMemcpyDeviceToHost));
                     if (t)
                         read_all(h, n);
-                    CK(cudaSetDevice(b));
+                    CHECK_CUDA(cudaSetDevice(b));
                     double t2 = now_ms();
                     if (direct) {
-                        CK(cudaMemcpyPeer(dst, b, snap, a, n));
-                        CK(cudaDeviceSynchronize());
+                        CHECK_CUDA(cudaMemcpyPeer(dst, b, snap, a, n));
+                        CHECK_CUDA(cudaDeviceSynchronize());
                     } else
-                        CK(cudaMemcpy(dst, h, n, cudaMemcpyHostToDevice));
+                        CHECK_CUDA(cudaMemcpy(dst, h, n, cudaMemcpyHostToDevice));
                     double t3 = now_ms();
                     if (r >= 0) {
                         pair[r] = t3 - t0;
@@ -219,10 +211,10 @@ int main(int argc, char **argv)
                 }
                 /* The destination must hold the source's bytes. */
                 unsigned long long got = 0, want = 0;
-                CK(cudaSetDevice(a));
-                CK(p2pk_checksum_sync(src, n & ~(size_t)3, &want, cudaStreamLegacy));
-                CK(cudaSetDevice(b));
-                CK(p2pk_checksum_sync(dst, n & ~(size_t)3, &got, cudaStreamLegacy));
+                CHECK_CUDA(cudaSetDevice(a));
+                CHECK_CUDA(p2pk_checksum_sync(src, n & ~(size_t)3, &want, cudaStreamLegacy));
+                CHECK_CUDA(cudaSetDevice(b));
+                CHECK_CUDA(p2pk_checksum_sync(dst, n & ~(size_t)3, &got, cudaStreamLegacy));
                 if (got != want) {
                     fprintf(stderr, "bouncebench: WRONG BYTES %s %s %zu\n",
                             m ? "pinned" : "pageable", t ? "read" : "none", n);
@@ -243,7 +235,7 @@ int main(int argc, char **argv)
         if (m == 0)
             free(h);
         else
-            CK(cudaFreeHost(h));
+            CHECK_CUDA(cudaFreeHost(h));
     }
     if (jf)
         fclose(jf);

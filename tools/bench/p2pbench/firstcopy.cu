@@ -16,15 +16,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
-
-#define CK(x)                                                                  \
-    do {                                                                       \
-        cudaError_t e_ = (x);                                                  \
-        if (e_ != cudaSuccess) {                                               \
-            fprintf(stderr, "firstcopy: %s: %s\n", #x, cudaGetErrorString(e_)); \
-            return 1;                                                          \
-        }                                                                      \
-    } while (0)
+#include "../bench_check.h"
 
 static long minor_faults(void)
 {
@@ -59,34 +51,34 @@ int main(int argc, char **argv)
         return 2;
     }
     unsigned char *src, small[8];
-    CK(cudaMalloc((void **)&src, n));
+    CHECK_CUDA(cudaMalloc((void **)&src, n));
     cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
+    CHECK_CUDA(cudaEventCreate(&e0));
+    CHECK_CUDA(cudaEventCreate(&e1));
     for (int r = 0; r < reps; r++) {
         unsigned char fill = (unsigned char)(0x5a + r);
-        CK(cudaMemset(src, fill, n));
-        CK(cudaMemcpy(small, src, sizeof small, cudaMemcpyDeviceToHost)); /* as harmbench's sum */
+        CHECK_CUDA(cudaMemset(src, fill, n));
+        CHECK_CUDA(cudaMemcpy(small, src, sizeof small, cudaMemcpyDeviceToHost)); /* as harmbench's sum */
         unsigned char *h;
-        CK(cudaMallocHost((void **)&h, n));
-        CK(cudaEventRecord(e0, 0));
+        CHECK_CUDA(cudaMallocHost((void **)&h, n));
+        CHECK_CUDA(cudaEventRecord(e0, 0));
         long f0 = minor_faults();
         double t0 = now_us();
-        CK(cudaMemcpy(h, src, n, cudaMemcpyDeviceToHost));
+        CHECK_CUDA(cudaMemcpy(h, src, n, cudaMemcpyDeviceToHost));
         double t1 = now_us();
         long f1 = minor_faults();
-        CK(cudaEventRecord(e1, 0));
-        CK(cudaEventSynchronize(e1));
+        CHECK_CUDA(cudaEventRecord(e1, 0));
+        CHECK_CUDA(cudaEventSynchronize(e1));
         float ms;
-        CK(cudaEventElapsedTime(&ms, e0, e1));
+        CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
         for (size_t i = 0; i < n; i += 4093)
             if (h[i] != fill) {
                 fprintf(stderr, "firstcopy: wrong byte at %zu\n", i);
                 return 1;
             }
         printf("rep %d host_us %.2f event_us %.2f faults %ld\n", r, t1 - t0, ms * 1e3, f1 - f0);
-        CK(cudaFreeHost(h));
+        CHECK_CUDA(cudaFreeHost(h));
     }
-    CK(cudaFree(src));
+    CHECK_CUDA(cudaFree(src));
     return 0;
 }

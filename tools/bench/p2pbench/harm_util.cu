@@ -16,13 +16,6 @@
 
 #define PAGE 4096
 
-void harm_cuda_fail(const char *file, int line, const char *call, cudaError_t e)
-{
-    fprintf(stderr, "harmbench: FAIL: %s:%d: %s returned %s: %s\n", file, line, call,
-            cudaGetErrorName(e), cudaGetErrorString(e));
-    exit(1);
-}
-
 void harm_die(const char *fmt, ...)
 {
     va_list ap;
@@ -92,13 +85,13 @@ uint64_t harm_device_sum(const void *dev, size_t n)
     unsigned long long *d_out, got = 0;
     if (((uintptr_t)dev & 7) != 0)
         harm_die("device sum of an unaligned buffer");
-    CK(cudaMalloc((void **)&d_out, sizeof *d_out));
-    CK(cudaMemsetAsync(d_out, 0, sizeof *d_out, cudaStreamLegacy));
+    CHECK_CUDA(cudaMalloc((void **)&d_out, sizeof *d_out));
+    CHECK_CUDA(cudaMemsetAsync(d_out, 0, sizeof *d_out, cudaStreamLegacy));
     sum64_kernel<<<528, 256, 0, cudaStreamLegacy>>>((const unsigned char *)dev, n, d_out);
-    CK(cudaGetLastError());
-    CK(cudaMemcpyAsync(&got, d_out, sizeof got, cudaMemcpyDeviceToHost, cudaStreamLegacy));
-    CK(cudaStreamSynchronize(cudaStreamLegacy));
-    CK(cudaFree(d_out));
+    CHECK_CUDA(cudaGetLastError());
+    CHECK_CUDA(cudaMemcpyAsync(&got, d_out, sizeof got, cudaMemcpyDeviceToHost, cudaStreamLegacy));
+    CHECK_CUDA(cudaStreamSynchronize(cudaStreamLegacy));
+    CHECK_CUDA(cudaFree(d_out));
     return got;
 }
 
@@ -139,7 +132,7 @@ int harm_check_host(const unsigned char *h, size_t n, uint32_t seed, uint64_t ho
 int harm_check_device(const void *dst, size_t n, uint32_t seed, const char *what)
 {
     p2pk_verify_result r;
-    CK(p2pk_verify_sync(dst, n, seed, &r, cudaStreamLegacy));
+    CHECK_CUDA(p2pk_verify_sync(dst, n, seed, &r, cudaStreamLegacy));
     if (r.mismatches == 0)
         return 1;
     fprintf(stderr, "harmbench: WRONG BYTES %s (%zu bytes): %llu differ, the first at "
@@ -208,9 +201,9 @@ void harm_emit_held(const char *row, const char *label, const int *devs, int nde
     at += snprintf(fields + at, sizeof fields - at, "],\"free_bytes\":[");
     for (int i = 0; i < ndevs; i++) {
         size_t free_b = 0, total = 0;
-        CK(cudaSetDevice(devs[i]));
-        CK(cudaDeviceSynchronize());
-        CK(cudaMemGetInfo(&free_b, &total));
+        CHECK_CUDA(cudaSetDevice(devs[i]));
+        CHECK_CUDA(cudaDeviceSynchronize());
+        CHECK_CUDA(cudaMemGetInfo(&free_b, &total));
         at += snprintf(fields + at, sizeof fields - at, "%s%zu", i ? "," : "", free_b);
     }
     long ranges;

@@ -9,15 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Every CUDA call of harmbench goes through CK: on an error it prints one
- * line (which call, where, the error) and exits 1. */
-void harm_cuda_fail(const char *file, int line, const char *call, cudaError_t e);
-#define CK(call)                                                   \
-    do {                                                           \
-        cudaError_t e_ = (call);                                   \
-        if (e_ != cudaSuccess)                                     \
-            harm_cuda_fail(__FILE__, __LINE__, #call, e_);         \
-    } while (0)
+/* Every CUDA call of harmbench goes through CHECK_CUDA. */
+#include "../bench_check.h"
 
 /* Prints "harmbench: FAIL: <message>" on stderr and exits 1. */
 void harm_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));

@@ -63,8 +63,8 @@ static int devs_used(const harm_opts *o, int *devs)
 static uint32_t refill(void *src, size_t n, int round)
 {
     uint32_t seed = 0x5eed0000u + (uint32_t)round * 7919u + (uint32_t)(n >> 20);
-    CK(p2pk_fill(src, n, seed, cudaStreamLegacy));
-    CK(cudaStreamSynchronize(cudaStreamLegacy));
+    CHECK_CUDA(p2pk_fill(src, n, seed, cudaStreamLegacy));
+    CHECK_CUDA(cudaStreamSynchronize(cudaStreamLegacy));
     return seed;
 }
 
@@ -83,25 +83,25 @@ static int row_fresh_pinned(const harm_opts *o, void *src, size_t n)
     double t[MAX_ROUNDS];
     int ok = 1;
     cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
+    CHECK_CUDA(cudaEventCreate(&e0));
+    CHECK_CUDA(cudaEventCreate(&e1));
     for (int r = 0; r < o->rounds; r++) {
         uint32_t seed = refill(src, n, r);
         uint64_t want = harm_device_sum(src, n);
         unsigned char *h;
         float ms;
-        CK(cudaMallocHost((void **)&h, n));
-        CK(cudaEventRecord(e0, 0));
-        CK(cudaMemcpy(h, src, n, cudaMemcpyDeviceToHost));
-        CK(cudaEventRecord(e1, 0));
-        CK(cudaEventSynchronize(e1));
-        CK(cudaEventElapsedTime(&ms, e0, e1));
+        CHECK_CUDA(cudaMallocHost((void **)&h, n));
+        CHECK_CUDA(cudaEventRecord(e0, 0));
+        CHECK_CUDA(cudaMemcpy(h, src, n, cudaMemcpyDeviceToHost));
+        CHECK_CUDA(cudaEventRecord(e1, 0));
+        CHECK_CUDA(cudaEventSynchronize(e1));
+        CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
         t[r] = ms;
         ok &= harm_check_host(h, n, seed, harm_host_sum(h, n), want, "fresh_pinned");
-        CK(cudaFreeHost(h));
+        CHECK_CUDA(cudaFreeHost(h));
     }
-    CK(cudaEventDestroy(e0));
-    CK(cudaEventDestroy(e1));
+    CHECK_CUDA(cudaEventDestroy(e0));
+    CHECK_CUDA(cudaEventDestroy(e1));
     char m[160];
     double first = t[0];
     snprintf(m, sizeof m, "\"ms\":%.4f,\"first_ms\":%.4f", harm_median(t, o->rounds), first);
@@ -115,19 +115,19 @@ static int row_pinned_write(const harm_opts *o, void *src, size_t n)
 {
     double t[MAX_ROUNDS];
     unsigned char *h;
-    CK(cudaMallocHost((void **)&h, n));
+    CHECK_CUDA(cudaMallocHost((void **)&h, n));
     for (int r = 0; r < o->rounds; r++) {
         refill(src, n, r);
         double t0 = harm_now_ms();
-        CK(cudaMemcpy(h, src, n, cudaMemcpyDeviceToHost));
+        CHECK_CUDA(cudaMemcpy(h, src, n, cudaMemcpyDeviceToHost));
         memset(h, 0x40 | r, n);
         t[r] = harm_now_ms() - t0;
     }
     uint32_t seed = refill(src, n, o->rounds);
     uint64_t want = harm_device_sum(src, n);
-    CK(cudaMemcpy(h, src, n, cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemcpy(h, src, n, cudaMemcpyDeviceToHost));
     int ok = harm_check_host(h, n, seed, harm_host_sum(h, n), want, "pinned_write");
-    CK(cudaFreeHost(h));
+    CHECK_CUDA(cudaFreeHost(h));
     char m[80];
     snprintf(m, sizeof m, "\"ms\":%.4f", harm_median(t, o->rounds));
     emit_size(o, "pinned_write", n, m, ok);
@@ -150,7 +150,7 @@ static int row_malloc(const harm_opts *o, void *src, size_t n, int first_page_on
         uint32_t seed = refill(src, n, r);
         uint64_t want = harm_device_sum(src, first_page_only ? head : n);
         double t0 = harm_now_ms();
-        CK(cudaMemcpy(h, src, n, cudaMemcpyDeviceToHost));
+        CHECK_CUDA(cudaMemcpy(h, src, n, cudaMemcpyDeviceToHost));
         uint64_t got = harm_host_sum(h, first_page_only ? head : n);
         t[r] = harm_now_ms() - t0;
         ok &= harm_check_host(h, first_page_only ? head : n, seed, got, want, row);
@@ -178,7 +178,7 @@ static int row_fresh_read(const harm_opts *o, void *src, size_t n)
         unsigned char *h = (unsigned char *)malloc(n);
         if (h == NULL)
             harm_die("malloc(%zu) failed", n);
-        CK(cudaMemcpy(h, src, n, cudaMemcpyDeviceToHost));
+        CHECK_CUDA(cudaMemcpy(h, src, n, cudaMemcpyDeviceToHost));
         uint64_t got = harm_host_sum(h, n);
         double t1 = harm_now_ms();
         ok &= harm_check_host(h, n, seed, got, want, "fresh_read");
@@ -215,7 +215,7 @@ typedef struct small_copy {
 static void op_copy(void *arg)
 {
     small_copy *c = (small_copy *)arg;
-    CK(cudaMemcpy(c->dst, c->src, c->n, c->kind));
+    CHECK_CUDA(cudaMemcpy(c->dst, c->src, c->n, c->kind));
 }
 
 static void op_launch(void *arg)
@@ -248,7 +248,7 @@ static int row_small(const harm_opts *o, void *src)
         harm_die("malloc(%d) failed", PAGE);
     for (size_t i = 0; i < PAGE; i++)
         h[i] = p2pk_pattern_byte(seed + 1, i);
-    CK(cudaMalloc(&dst, PAGE));
+    CHECK_CUDA(cudaMalloc(&dst, PAGE));
     small_copy h2d = {dst, h, PAGE, cudaMemcpyHostToDevice};
     op_copy(&h2d);
     us = per_call_us(200, op_copy, &h2d);
@@ -256,14 +256,14 @@ static int row_small(const harm_opts *o, void *src)
     ok &= h2d_ok;
     snprintf(m, sizeof m, "\"us\":%.4f", us);
     emit_size(o, "h2d_4K", PAGE, m, h2d_ok);
-    CK(cudaFree(dst));
+    CHECK_CUDA(cudaFree(dst));
     free(h);
 
     empty_kernel<<<1, 1>>>();
-    CK(cudaDeviceSynchronize());
+    CHECK_CUDA(cudaDeviceSynchronize());
     us = per_call_us(500, op_launch, NULL);
-    CK(cudaGetLastError());
-    CK(cudaDeviceSynchronize());
+    CHECK_CUDA(cudaGetLastError());
+    CHECK_CUDA(cudaDeviceSynchronize());
     snprintf(m, sizeof m, "\"us\":%.4f", us);
     emit_size(o, "launch", 0, m, 1);
     return ok;
@@ -279,13 +279,13 @@ static double bounce_round(const harm_opts *o, void *src, void *dst, unsigned ch
     unsigned char *h = fresh ? (unsigned char *)malloc(n) : reused;
     if (h == NULL)
         harm_die("malloc(%zu) failed", n);
-    CK(cudaSetDevice(o->a));
-    CK(cudaMemcpy(h, src, n, cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaSetDevice(o->a));
+    CHECK_CUDA(cudaMemcpy(h, src, n, cudaMemcpyDeviceToHost));
     if (strcmp(o->touch, "read") == 0)
         *read_sum = harm_host_sum(h, n);
-    CK(cudaSetDevice(o->b));
-    CK(cudaMemcpy(dst, h, n, cudaMemcpyHostToDevice));
-    CK(cudaDeviceSynchronize());
+    CHECK_CUDA(cudaSetDevice(o->b));
+    CHECK_CUDA(cudaMemcpy(dst, h, n, cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaDeviceSynchronize());
     if (fresh)
         free(h);
     return harm_now_ms() - t0;
@@ -309,14 +309,14 @@ static int row_bounce(const harm_opts *o, void *src, size_t n)
     const char *row = bounce_row(o);
     unsigned char *h = NULL;
     void *dst;
-    CK(cudaSetDevice(o->b));
-    CK(cudaMalloc(&dst, n));
+    CHECK_CUDA(cudaSetDevice(o->b));
+    CHECK_CUDA(cudaMalloc(&dst, n));
     if (pinned)
-        CK(cudaMallocHost((void **)&h, n));
+        CHECK_CUDA(cudaMallocHost((void **)&h, n));
     else if (pageable && (h = (unsigned char *)malloc(n)) == NULL)
         harm_die("malloc(%zu) failed", n);
     for (int r = 0; r < o->rounds; r++) {
-        CK(cudaSetDevice(o->a));
+        CHECK_CUDA(cudaSetDevice(o->a));
         uint32_t seed = refill(src, n, r);
         uint64_t want = read ? harm_device_sum(src, n) : 0, got = 0;
         t[r] = bounce_round(o, src, dst, h, n, &got);
@@ -326,16 +326,16 @@ static int row_bounce(const harm_opts *o, void *src, size_t n)
                     (unsigned long long)want);
             ok = 0;
         }
-        CK(cudaSetDevice(o->b));
+        CHECK_CUDA(cudaSetDevice(o->b));
         ok &= harm_check_device(dst, n, seed, row);
     }
     if (pinned)
-        CK(cudaFreeHost(h));
+        CHECK_CUDA(cudaFreeHost(h));
     else
         free(h);
-    CK(cudaSetDevice(o->b));
-    CK(cudaFree(dst));
-    CK(cudaSetDevice(o->a));
+    CHECK_CUDA(cudaSetDevice(o->b));
+    CHECK_CUDA(cudaFree(dst));
+    CHECK_CUDA(cudaSetDevice(o->a));
     /* steady_ms is the median of rounds 2..N (the steady state); mean_ms
      * their mean, which a back-off probe's extra cost moves and a user's
      * total time is made of; round_ms every round. */
@@ -444,7 +444,7 @@ int main(int argc, char **argv)
     harm_opts o;
     parse_args(argc, argv, &o);
     int ndev = 0;
-    CK(cudaGetDeviceCount(&ndev));
+    CHECK_CUDA(cudaGetDeviceCount(&ndev));
     if (strcmp(o.row, "devices") == 0) {
         char bus[32] = "";
         if (ndev > 0 && cudaDeviceGetPCIBusId(bus, sizeof bus, 0) != cudaSuccess)
@@ -465,8 +465,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < o.nsizes; i++)
         cap = o.sizes[i] > cap ? o.sizes[i] : cap;
     void *src;
-    CK(cudaSetDevice(o.a));
-    CK(cudaMalloc(&src, cap));
+    CHECK_CUDA(cudaSetDevice(o.a));
+    CHECK_CUDA(cudaMalloc(&src, cap));
     int ok = 1;
     if (strcmp(o.row, "small") == 0)
         ok = row_small(&o, src);
@@ -485,8 +485,8 @@ int main(int argc, char **argv)
         else
             usage();
     }
-    CK(cudaSetDevice(o.a));
-    CK(cudaFree(src));
+    CHECK_CUDA(cudaSetDevice(o.a));
+    CHECK_CUDA(cudaFree(src));
     int devs[2];
     harm_emit_held(bounce ? bounce_row(&o) : o.row, o.label, devs, devs_used(&o, devs), ok);
     if (!ok)

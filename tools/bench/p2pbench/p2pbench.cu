@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "../bench_check.h"
 
 #ifndef P2PSHIM_CUDART
 #define P2PSHIM_CUDART "unknown"
@@ -34,15 +35,6 @@
 #define PT_MAX_BATCHES 201
 #define PT_BYTES 4096
 
-#define CK(call)                                                                    \
-    do {                                                                            \
-        cudaError_t e_ = (call);                                                    \
-        if (e_ != cudaSuccess) {                                                    \
-            fprintf(stderr, "p2pbench: %s:%d: %s returned %s: %s\n", __FILE__,      \
-                    __LINE__, #call, cudaGetErrorName(e_), cudaGetErrorString(e_)); \
-            exit(1);                                                                \
-        }                                                                           \
-    } while (0)
 
 enum api { API_PEER_ASYNC, API_MEMCPY_ASYNC, API_MEMCPY, API_PEER, API_COUNT };
 static const char *const api_name[API_COUNT] = {"cudaMemcpyPeerAsync", "cudaMemcpyAsync",
@@ -103,16 +95,16 @@ static void issue(int api, int si, int di, const struct opts *o, size_t bytes, i
     for (int i = 0; i < count; i++) {
         switch (api) {
         case API_PEER_ASYNC:
-            CK(cudaMemcpyPeerAsync(buf[di], d, buf[si], s, bytes, stream[si]));
+            CHECK_CUDA(cudaMemcpyPeerAsync(buf[di], d, buf[si], s, bytes, stream[si]));
             break;
         case API_MEMCPY_ASYNC:
-            CK(cudaMemcpyAsync(buf[di], buf[si], bytes, cudaMemcpyDefault, stream[si]));
+            CHECK_CUDA(cudaMemcpyAsync(buf[di], buf[si], bytes, cudaMemcpyDefault, stream[si]));
             break;
         case API_MEMCPY:
-            CK(cudaMemcpy(buf[di], buf[si], bytes, cudaMemcpyDefault));
+            CHECK_CUDA(cudaMemcpy(buf[di], buf[si], bytes, cudaMemcpyDefault));
             break;
         default:
-            CK(cudaMemcpyPeer(buf[di], d, buf[si], s, bytes));
+            CHECK_CUDA(cudaMemcpyPeer(buf[di], d, buf[si], s, bytes));
             break;
         }
     }
@@ -120,11 +112,11 @@ static void issue(int api, int si, int di, const struct opts *o, size_t bytes, i
 
 static void sync_both(const struct opts *o, int back)
 {
-    CK(cudaSetDevice(o->dev[0]));
-    CK(cudaDeviceSynchronize());
-    CK(cudaSetDevice(o->dev[1]));
-    CK(cudaDeviceSynchronize());
-    CK(cudaSetDevice(o->dev[back]));
+    CHECK_CUDA(cudaSetDevice(o->dev[0]));
+    CHECK_CUDA(cudaDeviceSynchronize());
+    CHECK_CUDA(cudaSetDevice(o->dev[1]));
+    CHECK_CUDA(cudaDeviceSynchronize());
+    CHECK_CUDA(cudaSetDevice(o->dev[back]));
 }
 
 /* Times `count` copies: GPU ms from events on the timing stream, host ms
@@ -137,12 +129,12 @@ static void timed(int api, int si, int di, const struct opts *o, size_t bytes, i
     double t0;
     sync_both(o, si);
     t0 = now_ns();
-    CK(cudaEventRecord(ev_start[si], ts));
+    CHECK_CUDA(cudaEventRecord(ev_start[si], ts));
     issue(api, si, di, o, bytes, count);
-    CK(cudaEventRecord(ev_stop[si], ts));
-    CK(cudaEventSynchronize(ev_stop[si]));
+    CHECK_CUDA(cudaEventRecord(ev_stop[si], ts));
+    CHECK_CUDA(cudaEventSynchronize(ev_stop[si]));
     *host_ms = (now_ns() - t0) / 1e6;
-    CK(cudaEventElapsedTime(&f, ev_start[si], ev_stop[si]));
+    CHECK_CUDA(cudaEventElapsedTime(&f, ev_start[si], ev_stop[si]));
     *ms = f;
 }
 
@@ -158,9 +150,9 @@ static void measure(int api, int si, int di, size_t bytes, const struct opts *o,
     r->src = o->dev[si];
     r->dst = o->dev[di];
     r->bytes = bytes;
-    CK(cudaSetDevice(o->dev[di]));
-    CK(cudaMemset(buf[di], 0, bytes));
-    CK(cudaSetDevice(o->dev[si]));
+    CHECK_CUDA(cudaSetDevice(o->dev[di]));
+    CHECK_CUDA(cudaMemset(buf[di], 0, bytes));
+    CHECK_CUDA(cudaSetDevice(o->dev[si]));
     issue(api, si, di, o, bytes, o->warmup);
     /* Calibrate: grow until a batch takes a quarter of the target. */
     for (;;) {
@@ -179,12 +171,12 @@ static void measure(int api, int si, int di, size_t bytes, const struct opts *o,
         r->host_us[k] = host_ms * 1e3 / r->iters;
     }
     sync_both(o, di);
-    CK(p2pk_verify_sync(buf[di], bytes, 11 + si, &v, cudaStreamLegacy));
+    CHECK_CUDA(p2pk_verify_sync(buf[di], bytes, 11 + si, &v, cudaStreamLegacy));
     r->verified = v.mismatches == 0;
     if (!r->verified)
         fprintf(stderr, "p2pbench: %s %d->%d %zu bytes: %llu wrong bytes, first at %llu\n",
                 api_name[api], r->src, r->dst, bytes, v.mismatches, v.first_bad);
-    CK(cudaSetDevice(o->dev[si]));
+    CHECK_CUDA(cudaSetDevice(o->dev[si]));
 }
 
 /* Host time per call, in ns, per batch, of calls the shim passes through
@@ -207,26 +199,26 @@ static void passthrough(const struct opts *o, double ns[PT_KINDS][PT_MAX_BATCHES
 {
     void *a, *b, *host;
     cudaStream_t st = stream[0];
-    CK(cudaSetDevice(o->dev[0]));
-    CK(cudaMalloc(&a, PT_BYTES));
-    CK(cudaMalloc(&b, PT_BYTES));
-    CK(cudaMallocHost(&host, PT_BYTES));
+    CHECK_CUDA(cudaSetDevice(o->dev[0]));
+    CHECK_CUDA(cudaMalloc(&a, PT_BYTES));
+    CHECK_CUDA(cudaMalloc(&b, PT_BYTES));
+    CHECK_CUDA(cudaMallocHost(&host, PT_BYTES));
     memset(host, 0, PT_BYTES);
     for (int k = -1; k < o->pt_batches; k++) {   /* batch -1: warm-up */
         for (int kind = 0; kind < PT_KINDS; kind++) {
             double t0;
-            CK(cudaStreamSynchronize(st));
+            CHECK_CUDA(cudaStreamSynchronize(st));
             t0 = now_ns();
             for (int i = 0; i < o->pt_calls; i++) {
                 switch (kind) {
                 case PT_D2D:
-                    CK(cudaMemcpyAsync(b, a, PT_BYTES, cudaMemcpyDefault, st));
+                    CHECK_CUDA(cudaMemcpyAsync(b, a, PT_BYTES, cudaMemcpyDefault, st));
                     break;
                 case PT_H2D:
-                    CK(cudaMemcpyAsync(a, host, PT_BYTES, cudaMemcpyHostToDevice, st));
+                    CHECK_CUDA(cudaMemcpyAsync(a, host, PT_BYTES, cudaMemcpyHostToDevice, st));
                     break;
                 case PT_MEMSET:
-                    CK(cudaMemsetAsync(b, 0, PT_BYTES, st));
+                    CHECK_CUDA(cudaMemsetAsync(b, 0, PT_BYTES, st));
                     break;
                 default:
                     empty_kernel<<<1, 1, 0, st>>>();
@@ -237,11 +229,11 @@ static void passthrough(const struct opts *o, double ns[PT_KINDS][PT_MAX_BATCHES
                 ns[kind][k] = (now_ns() - t0) / o->pt_calls;
         }
     }
-    CK(cudaGetLastError());
-    CK(cudaStreamSynchronize(st));
-    CK(cudaFree(a));
-    CK(cudaFree(b));
-    CK(cudaFreeHost(host));
+    CHECK_CUDA(cudaGetLastError());
+    CHECK_CUDA(cudaStreamSynchronize(st));
+    CHECK_CUDA(cudaFree(a));
+    CHECK_CUDA(cudaFree(b));
+    CHECK_CUDA(cudaFreeHost(host));
 }
 
 static size_t parse_size(const char *s)
@@ -362,8 +354,8 @@ static void write_json(const struct opts *o, const int can[2],
         perror(o->json);
         exit(1);
     }
-    CK(cudaRuntimeGetVersion(&rt));
-    CK(cudaDriverGetVersion(&drv));
+    CHECK_CUDA(cudaRuntimeGetVersion(&rt));
+    CHECK_CUDA(cudaDriverGetVersion(&drv));
     fprintf(f, "{\n  \"tool\": \"p2pbench\", \"schema\": 1,\n  \"label\": ");
     json_str(f, o->label);
     fprintf(f, ",\n  \"cudart\": \"%s\", \"runtime_version\": %d, \"driver_version\": %d,\n",
@@ -383,7 +375,7 @@ static void write_json(const struct opts *o, const int can[2],
     fprintf(f, "  \"devices\": [");
     for (int i = 0; i < 2; i++) {
         struct cudaDeviceProp p;
-        CK(cudaGetDeviceProperties(&p, o->dev[i]));
+        CHECK_CUDA(cudaGetDeviceProperties(&p, o->dev[i]));
         fprintf(f, "%s\n    {\"index\": %d, \"name\": ", i ? "," : "", o->dev[i]);
         json_str(f, p.name);
         fprintf(f, ", \"cc\": \"%d.%d\", \"sms\": %d, \"memory_bytes\": %zu, "
@@ -439,23 +431,23 @@ int main(int argc, char **argv)
         printf("p2pbench: SKIP: needs two GPUs (%s, %d found)\n", cudaGetErrorName(e), n);
         return 77;
     }
-    CK(e);
+    CHECK_CUDA(e);
     if (o.dev[0] < 0 || o.dev[1] < 0 || o.dev[0] >= n || o.dev[1] >= n)
         usage();
     for (int i = 0; i < o.nsizes; i++)
         max = o.sizes[i] > max ? o.sizes[i] : max;
     if (o.passthrough_only)
         max = PT_BYTES;
-    CK(cudaDeviceCanAccessPeer(&can[0], o.dev[0], o.dev[1]));
-    CK(cudaDeviceCanAccessPeer(&can[1], o.dev[1], o.dev[0]));
+    CHECK_CUDA(cudaDeviceCanAccessPeer(&can[0], o.dev[0], o.dev[1]));
+    CHECK_CUDA(cudaDeviceCanAccessPeer(&can[1], o.dev[1], o.dev[0]));
     for (int i = 0; i < 2; i++) {
-        CK(cudaSetDevice(o.dev[i]));
-        CK(cudaMalloc(&buf[i], max));
-        CK(cudaStreamCreateWithFlags(&stream[i], cudaStreamNonBlocking));
-        CK(cudaEventCreate(&ev_start[i]));
-        CK(cudaEventCreate(&ev_stop[i]));
+        CHECK_CUDA(cudaSetDevice(o.dev[i]));
+        CHECK_CUDA(cudaMalloc(&buf[i], max));
+        CHECK_CUDA(cudaStreamCreateWithFlags(&stream[i], cudaStreamNonBlocking));
+        CHECK_CUDA(cudaEventCreate(&ev_start[i]));
+        CHECK_CUDA(cudaEventCreate(&ev_stop[i]));
         if (o.enable_peer)
-            CK(cudaDeviceEnablePeerAccess(o.dev[1 - i], 0));
+            CHECK_CUDA(cudaDeviceEnablePeerAccess(o.dev[1 - i], 0));
     }
     printf("p2pbench: cudart=%s label=%s enable_peer=%d LD_PRELOAD=%s pair=%d,%d "
            "can_access_peer=%d,%d\n",
@@ -477,8 +469,8 @@ int main(int argc, char **argv)
         if (!(o.dirs & (1 << dir)))
             continue;
         for (int i = 0; i < 2; i++) {   /* the source holds its own pattern */
-            CK(cudaSetDevice(o.dev[i]));
-            CK(p2pk_fill(buf[i], max, 11 + i, cudaStreamLegacy));
+            CHECK_CUDA(cudaSetDevice(o.dev[i]));
+            CHECK_CUDA(p2pk_fill(buf[i], max, 11 + i, cudaStreamLegacy));
         }
         for (int api = 0; api < API_COUNT; api++)
             for (int k = 0; k < o.nsizes; k++) {

@@ -16,21 +16,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <vector>
-
-#define CHECK(call)                                                             \
-    do {                                                                        \
-        cudaError_t e_ = (call);                                                \
-        if (e_ != cudaSuccess) {                                                \
-            std::fprintf(stderr, "trust_cost: %s: %s\n", #call,                 \
-                         cudaGetErrorString(e_));                               \
-            std::exit(1);                                                       \
-        }                                                                       \
-    } while (0)
+#include "../bench_check.h"
 
 static double copy_ms(void *dst, int dd, const void *src, int sd, size_t n)
 {
     auto t0 = std::chrono::steady_clock::now();
-    CHECK(cudaMemcpyPeer(dst, dd, src, sd, n));
+    CHECK_CUDA(cudaMemcpyPeer(dst, dd, src, sd, n));
     auto t1 = std::chrono::steady_clock::now();
     return std::chrono::duration<double, std::milli>(t1 - t0).count();
 }
@@ -40,16 +31,16 @@ int main(int argc, char **argv)
     const char *label = argc > 1 ? argv[1] : "run";
     size_t bytes = (size_t)16 << 20;
     int n = 0;
-    CHECK(cudaGetDeviceCount(&n));
+    CHECK_CUDA(cudaGetDeviceCount(&n));
     if (n < 2) {
         std::printf("trust_cost: %d GPU(s): no pair, nothing to measure\n", n);
         return 0;
     }
     std::vector<void *> buf(n);
     for (int d = 0; d < n; d++) {
-        CHECK(cudaSetDevice(d));
-        CHECK(cudaMalloc(&buf[d], bytes));
-        CHECK(cudaMemset(buf[d], d + 1, bytes));
+        CHECK_CUDA(cudaSetDevice(d));
+        CHECK_CUDA(cudaMalloc(&buf[d], bytes));
+        CHECK_CUDA(cudaMemset(buf[d], d + 1, bytes));
     }
     std::vector<unsigned char> host(bytes);
     bool all_ok = true;
@@ -57,13 +48,13 @@ int main(int argc, char **argv)
         for (int b = 0; b < n; b++) {
             if (a == b)
                 continue;
-            CHECK(cudaSetDevice(a));
-            CHECK(cudaMemset(buf[a], 0x40 + a * 8 + b, bytes));
-            CHECK(cudaDeviceSynchronize());
+            CHECK_CUDA(cudaSetDevice(a));
+            CHECK_CUDA(cudaMemset(buf[a], 0x40 + a * 8 + b, bytes));
+            CHECK_CUDA(cudaDeviceSynchronize());
             double first = copy_ms(buf[b], b, buf[a], a, bytes);
             double second = copy_ms(buf[b], b, buf[a], a, bytes);
-            CHECK(cudaSetDevice(b));
-            CHECK(cudaMemcpy(host.data(), buf[b], bytes, cudaMemcpyDeviceToHost));
+            CHECK_CUDA(cudaSetDevice(b));
+            CHECK_CUDA(cudaMemcpy(host.data(), buf[b], bytes, cudaMemcpyDeviceToHost));
             bool ok = true;
             for (size_t i = 0; i < bytes && ok; i++)
                 ok = host[i] == (unsigned char)(0x40 + a * 8 + b);
