@@ -5,10 +5,10 @@
 # benchmarks) are in neither and stay out of the packages.
 install(FILES README.md LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT doc)
 install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT doc)
-install(FILES tools/completion/p2pshim.bash RENAME p2pshim COMPONENT doc
+install(FILES tools/launcher/completion/p2pshim.bash RENAME p2pshim COMPONENT doc
         DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/bash-completion/completions)
 
-# The man page, made from docs/LAUNCHER.md by tools/md2man.py (Python's
+# The man page, made from docs/LAUNCHER.md by tools/dev/md2man.py (Python's
 # standard library only). Without Python the build goes on without it.
 find_package(Python3 COMPONENTS Interpreter)
 if(Python3_Interpreter_FOUND)
@@ -16,10 +16,10 @@ if(Python3_Interpreter_FOUND)
   file(MAKE_DIRECTORY ${PROJECT_BINARY_DIR}/man)
   add_custom_command(
     OUTPUT ${P2PSHIM_MAN_PAGE}
-    COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/md2man.py
+    COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/dev/md2man.py
             --version ${PROJECT_VERSION} ${PROJECT_SOURCE_DIR}/docs/LAUNCHER.md
             -o ${P2PSHIM_MAN_PAGE}
-    DEPENDS ${PROJECT_SOURCE_DIR}/tools/md2man.py ${PROJECT_SOURCE_DIR}/docs/LAUNCHER.md
+    DEPENDS ${PROJECT_SOURCE_DIR}/tools/dev/md2man.py ${PROJECT_SOURCE_DIR}/docs/LAUNCHER.md
     COMMENT "Generating the man page p2pshim.1 from docs/LAUNCHER.md")
   add_custom_target(p2pshim_man ALL DEPENDS ${P2PSHIM_MAN_PAGE})
   install(FILES ${P2PSHIM_MAN_PAGE} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT doc)

@@ -1,7 +1,7 @@
 /* Types shared by the bounce module's files (interpose/bounce/; the rest
  * of the shim sees bounce.h only): a snapshot, its device buffer, its page
  * states. Each file's functions are declared in a header of its own, and
- * the files form layers (docs/ARCHITECTURE.md; tools/check_layers.py
+ * the files form layers (docs/ARCHITECTURE.md; tools/dev/check_layers.py
  * checks that no file calls a function of a file above it):
  *
  *   pages.c, predict.c, uffd.c, counters.c  pure parts, userfaultfd, counters

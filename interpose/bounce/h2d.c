@@ -16,7 +16,7 @@
 #include "log.h"
 #include "pages.h"
 #include "record.h"
-#include "resolve.h"
+#include "owner_lookup.h"
 #include "route.h"
 #include "table.h"
 #include "uffd.h"

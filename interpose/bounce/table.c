@@ -1,7 +1,7 @@
 /* The bounce module's table of snapshots, page states, filling, ending
  * and the userfaultfd callbacks (bounce.h). The copies are in
- * bounce_copy.c, the lifetimes (frees, contexts, fork, exit, counters) in
- * bounce_life.c, the driver work in bounce_gpu.c and bounce_stage.c.
+ * d2h.c and h2d.c, the lifetimes (frees, contexts, fork, exit, counters) in
+ * life.c, the driver work in gpu.c and stage.c.
  *
  * Locking: bounce_mu guards the list, every snapshot's fields and page
  * states. It is never held across a driver call or an ioctl that could
@@ -445,7 +445,7 @@ static void on_moved(uintptr_t from, uintptr_t to, size_t len)
         }
         /* Part of a snapshot moved away: its pages there cannot be
          * followed. Not from realloc (it moves whole mappings) nor from the
-         * program's mremap (bounce_libc.c fills the pages first): only from
+         * program's mremap (libc.c fills the pages first): only from
          * a raw system call. */
         LOG_WARN("bounce: mremap moved part of a lazy host buffer (%#lx); "
                  "its pages there read as zero", (unsigned long)s->reg_lo);

@@ -189,7 +189,7 @@ static void open_with_ops(void)
 
 bool uffd_open(const struct uffd_ops *ops)
 {
-    /* The first caller's ops count; bounce.c is the only caller. */
+    /* The first caller's ops count; table.c is the only caller. */
     if (!atomic_load(&usable) && pending_ops == NULL)
         pending_ops = ops;
     pthread_once(&open_once, open_with_ops);

@@ -61,23 +61,19 @@ static void warm(void)
     atomic_fetch_add_explicit(&bst_candidates, 0, memory_order_relaxed);
 }
 
-/* Registered when the library loads (a store each): the warm row runs at
- * the shim's start, in CUDA processes only; the summary row's report
- * prints only once a candidate was seen. Registering the summary at the
- * first candidate instead cost that D2H a pthread_once, whose first pass
- * ends in a futex wake system call (glibc): 1-2 us on this project's CPU
- * machine, several on the H200 machine's (firstcopy_run.py). */
-__attribute__((constructor)) static void register_rows(void)
-{
-    static const struct shim_module warm_row = {.name = "bounce-warm", .at_start = warm};
-    static const struct shim_module summary_row = {
-        .name = "bounce-summary",
-        .report = summary,
-        .reset = summary_reset,
-    };
-    shim_register(SHIM_ROW_BOUNCE_WARM, &warm_row);
-    shim_register(SHIM_ROW_BOUNCE_SUMMARY, &summary_row);
-}
+/* Start-up rows: the warm row runs at the shim's start, in CUDA
+ * processes only; the summary row's report prints only once a candidate
+ * was seen. Joining the summary at the first candidate instead cost that
+ * D2H a pthread_once, whose first pass ends in a futex wake system call
+ * (glibc): 1-2 us on this project's CPU machine, several on the H200
+ * machine's (firstcopy_run.py). */
+SHIM_LIFE_ROW(warm_row) = {.order = SHIM_ROW_BOUNCE_WARM, .name = "bounce-warm", .at_start = warm};
+SHIM_LIFE_ROW(summary_row) = {
+    .order = SHIM_ROW_BOUNCE_SUMMARY,
+    .name = "bounce-summary",
+    .report = summary,
+    .reset = summary_reset,
+};
 
 enum predict_verdict evidence_d2h(uintptr_t host, size_t bytes, CUdeviceptr src, int dev)
 {

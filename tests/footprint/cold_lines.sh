@@ -1,15 +1,15 @@
 #!/bin/sh
 # cold_lines.sh BUILD SHIM: the shim's memory lines per copy between host
-# and device made with cold caches (tools/hookbench/coldlines.sh) stay
+# and device made with cold caches (tools/bench/hookbench/coldlines.sh) stay
 # within budget: a D2H below the bounce minimum, a 1 MiB bounce candidate
 # (pinned and pageable) and a 1 MiB upload, whose paths once scanned every
 # remembered copy (62-65 lines; 29-32 since), and the pages of the shim's
 # code they run stay few: 9-10 while each function lay where its file put
-# it, 3-4 since the copy path is laid out together (interpose/hot.h).
+# it, 3-4 since the copy path is laid out together (interpose/core/hot.h).
 # Each line is a cache miss, each page a TLB entry, the program pays for
 # right after it allocates a host buffer. Skips (77) without valgrind.
 set -u
-out=$(sh "$(dirname "$0")/../../tools/hookbench/coldlines.sh" "$1" "$2")
+out=$(sh "$(dirname "$0")/../../tools/bench/hookbench/coldlines.sh" "$1" "$2")
 rc=$?
 echo "$out"
 [ $rc -eq 0 ] || exit $rc

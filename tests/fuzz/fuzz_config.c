@@ -1,4 +1,4 @@
-/* libFuzzer target: the configuration parser (interpose/config.c).
+/* libFuzzer target: the configuration parser (interpose/core/config.c).
  *
  * The input is an environment block, one "NAME=value" entry per line.
  * Checks beyond "no crash": config_parse warns at most once per entry, and

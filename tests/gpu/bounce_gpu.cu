@@ -17,7 +17,7 @@
  * --probe-hmm: a kernel reading a just-bounced pageable buffer (HMM).
  * --probe: what pinned and registered memory allow (userfaultfd MISSING
  * and WP registration, mprotect) and whether the devices read pageable
- * memory themselves (HMM/ATS): the answers DESIGN.md and docs/ need.
+ * memory themselves (HMM/ATS): docs/ARCHITECTURE.md's measured facts.
  * With one GPU every pair runs within device 0 (the same-GPU bounce) and
  * the transcript says that the cross-GPU part was skipped.
  * Exit: 0, 1 on a failure, 77 without a GPU. */

@@ -101,7 +101,7 @@ int cupti_paths_init(char *err, size_t err_len)
         cp_reason(err, err_len, "cuptiActivityRegisterCallbacks", r);
         return -1;
     }
-    /* MEMCPY2 records only come with MEMCPY enabled too (DESIGN.md). */
+    /* MEMCPY2 records only come with MEMCPY enabled too (ARCHITECTURE.md). */
     r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY);
     if (r != CUPTI_SUCCESS) {
         cp_reason(err, err_len, "cuptiActivityEnable(MEMCPY)", r);

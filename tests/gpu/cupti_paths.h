@@ -1,7 +1,7 @@
 /* Counts the paths cross-GPU copies took, from CUPTI activity records.
  *
  * A staged peer copy (no peer access) shows as a DTOH record plus an HTOD
- * record; a peer copy as one MEMCPY2 record of copyKind PTOP (DESIGN.md).
+ * record; a peer copy as one MEMCPY2 record of copyKind PTOP (ARCHITECTURE.md).
  * Test programs link libcupti; the shim never does.
  *
  * Use: cupti_paths_init() once, after the program knows GPUs exist; then per

@@ -109,7 +109,7 @@ case_deb() {
 
 case_rpm() {
     command -v rpmbuild >/dev/null 2>&1 ||
-        skip "rpmbuild not found: cpack makes no .rpm here (tools/setup.sh --tests installs rpm)"
+        skip "rpmbuild not found: cpack makes no .rpm here (tools/dev/setup.sh --tests installs rpm)"
     grep -q 'CPACK_GENERATOR "DEB;RPM"' "$PT_BUILD/CPackConfig.cmake" ||
         bad "rpmbuild is here but the configuration has no RPM generator"
     make_package RPM || { bad "cpack -G RPM failed"; return; }
@@ -210,7 +210,7 @@ case_completion() {
     command -v bash >/dev/null 2>&1 || skip "bash not found"
     # complete WORDS...: what TAB offers for the last word.
     cat >"$dir/c.sh" <<'EOF'
-. "$PT_SRC/tools/completion/p2pshim.bash"
+. "$PT_SRC/tools/launcher/completion/p2pshim.bash"
 complete_words() { COMP_WORDS=("$PT_LAUNCHER" "$@"); COMP_CWORD=$#; _p2pshim
     [ ${#COMPREPLY[@]} -eq 0 ] || printf '%s\n' "${COMPREPLY[@]}" | sort | tr '\n' ' '; }
 cd "$1"

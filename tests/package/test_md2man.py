@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Unit tests of tools/md2man.py: each Markdown construct the docs use, to
+"""Unit tests of tools/dev/md2man.py: each Markdown construct the docs use, to
 the exact roff it must give."""
 import os
 import sys
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "dev"))
 import md2man  # noqa: E402
 
 

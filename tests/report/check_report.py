@@ -477,7 +477,7 @@ if CHECK == "chromium":
                     if any(os.access(os.path.join(d, b), os.X_OK)
                            for d in os.environ.get("PATH", "").split(os.pathsep))), None)
     if not BROWSER:
-        print("chromium: not installed (tools/setup.sh installs it): skipped")
+        print("chromium: not installed (tools/dev/setup.sh installs it): skipped")
         sys.exit(77)
 {"text": check_text, "trace": check_trace, "html": check_html, "cli": check_cli,
  "chromium": check_chromium, "extremes": check_extremes, "bounce": check_bounce}[CHECK]()

@@ -28,7 +28,7 @@ static size_t footprint(size_t w, size_t h, size_t d, size_t pitch, size_t slice
     return (d - 1) * slice + (h - 1) * pitch + w;
 }
 
-/* One direction is enough for the copy engines (measured, DESIGN.md). */
+/* One direction is enough for the copy engines (measured: ARCHITECTURE.md). */
 static int peer_path(const struct sd_xfer *x, const struct sd_alloc *dst,
                      const struct sd_alloc *src)
 {

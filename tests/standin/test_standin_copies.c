@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The ordering model. DESIGN.md's case: cudaMemset(b) pending on device
+/* The ordering model. ARCHITECTURE.md's case: cudaMemset(b) pending on device
  * 1's legacy stream, then a copy into b issued from device 0. The legacy
  * cuMemcpyPeer waits for it; the _ptds one does not, so the memset lands
  * after the copy: the wrong bytes a variant mix-up gives on a GPU. */

@@ -3,7 +3,7 @@
 
 The stand-in driver's export list (tests/standin/sd_exports.def) against
 CUDA's own. Rows for the shim's hooked variants (SD_HOOKED) take their
-values from interpose/hooks.def when the stand-in compiles; this checks the
+values from interpose/driver/hooks.def when the stand-in compiles; this checks the
 rows whose values are written by hand (SD_EXPORT): each one's `since` and
 `per_thread` must name a typedef cudaTypedefs.h has, PFN_<base>_v<since>
 (with _ptds or _ptsz for a per-thread variant), its name must start with

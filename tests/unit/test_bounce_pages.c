@@ -1,4 +1,4 @@
-/* Unit test of the bounce module's page arithmetic (interpose/bounce_pages.c):
+/* Unit test of the bounce module's page arithmetic (interpose/bounce/pages.c):
  * bounce_scan against a byte-by-byte scan over random state arrays, every
  * start offset and every stop set; bounce_index_range at the edges. */
 #include <stdio.h>

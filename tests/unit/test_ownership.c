@@ -1,4 +1,4 @@
-/* Unit test of the ownership table (interpose/ownership.c): boundaries,
+/* Unit test of the ownership table (interpose/memory/ownership.c): boundaries,
  * granule levels from 512 bytes to past 2^48, overlap replacement, every
  * removal, the handle table, a random walk checked against a brute-force
  * model, allocation failure (in a child with a low address-space limit),

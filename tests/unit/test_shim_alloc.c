@@ -1,4 +1,4 @@
-/* Unit test of the shim's own allocator (interpose/shim_alloc.c): every
+/* Unit test of the shim's own allocator (interpose/core/shim_alloc.c): every
  * size class and large blocks zeroed, aligned and disjoint (each block
  * filled with its own pattern, all checked after every allocation);
  * reuse after free; realloc keeping the bytes; the live-byte count; the

@@ -1,0 +1,380 @@
+/* The bounce module's D2H: whether it takes a snapshot (a candidate,
+ * predicted: predict.h) and how (lazy or eager), bounce.h; the H2D served
+ * from snapshots is h2d.c's. */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "counters.h"
+#include "driver.h"
+#include "gpu.h"
+#include "hooks.h"
+#include "libc.h"
+#include "life.h"
+#include "log.h"
+#include "pages.h"
+#include "owner_lookup.h"
+#include "shim.h"
+#include "stage.h"
+#include "table.h"
+#include "uffd.h"
+#include "watch.h"
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static bool uffd_ok;
+
+static void once_body(void)
+{
+    if (!bounce_libc_sizes_known()) {
+        /* Said at warning level: the program looks normal, only slower. */
+        LOG_WARN("bounce: free() comes from an allocator without its own "
+                 "malloc_usable_size; host bounces off");
+        return;
+    }
+    uffd_ok = bounce_start();
+    (void)bgpu_pageable_access(); /* asked now: plan() asks under bounce_mu */
+    /* The bounce row of the lifecycle table (shim.h): it joins now, its
+     * handlers run before the shim's locks are taken and before the
+     * teardown of anything that started before this first bounce. Its
+     * before_ctx_gone runs whether or not it joined. */
+    SHIM_LIFE_ROW(row) = {
+        .order = SHIM_ROW_BOUNCE,
+        .late = true,
+        .name = "bounce",
+        .fork_prepare = bounce_fork_prepare,
+        .fork_parent = bounce_fork_parent,
+        .fork_child = bounce_fork_child,
+        .at_exit = bounce_at_exit,
+        .before_ctx_gone = bounce_ctx_gone,
+    };
+    shim_life_start(row.order);
+}
+
+enum how { HOW_NONE, HOW_LAZY, HOW_EAGER };
+
+/* Whether the D2H is a candidate (a device source, host memory of a kind
+ * the shim can track, at least the minimum for that kind), then whether
+ * the predictor says it bounces, then how. While no key has evidence the
+ * D2H is only remembered, and no pointer is looked up. Everything before
+ * the prediction is cheap and asks the driver nothing new (owner_lookup.h caches);
+ * the userfaultfd start, the HMM question and the fork/exit handlers wait
+ * for the first predicted D2H. */
+static enum how decide(const void *host, size_t bytes, CUdeviceptr dev,
+                       struct owner_info *src, bool *dma)
+{
+    *dma = false;
+    const struct p2pshim_config *cfg = config_get();
+    if (cfg->mode != P2PSHIM_MODE_UPGRADE || cfg->bounce == P2PSHIM_BOUNCE_OFF ||
+        atomic_load(&bounce_disabled) || bytes < BOUNCE_MIN_BYTES || bytes < cfg->min_bytes ||
+        host == NULL)
+        return HOW_NONE;
+    /* Smaller than every kind's minimum: no candidate. While no key has
+     * evidence, the predictor says no whatever the kind: the D2H is only
+     * remembered, and neither pointer is looked up. */
+    size_t smallest = bounce_min_for(cfg, false) < bounce_min_for(cfg, true)
+                          ? bounce_min_for(cfg, false)
+                          : bounce_min_for(cfg, true);
+    if (bytes < smallest || evidence_d2h_unarmed((uintptr_t)host, bytes, dev))
+        return HOW_NONE;
+    if (!resolve_pointer(dev, src) || src->device < 0 ||
+        src->device >= P2PSHIM_MAX_DEVICES || src->kind == MEM_KIND_MANAGED ||
+        dev < src->base || dev - src->base + bytes > src->size)
+        return HOW_NONE;
+    struct owner_info h;
+    if (resolve_pointer((CUdeviceptr)(uintptr_t)host, &h)) {
+        if ((h.kind != MEM_KIND_HOST_PINNED && h.kind != MEM_KIND_HOST_REGISTERED) ||
+            (uintptr_t)host - h.base + bytes > h.size ||
+            bytes < bounce_min_for(cfg, true))
+            return HOW_NONE;
+        /* Written by DMA behind the page tables: eager, its snapshot good
+         * only until GPU work that could write it is issued (wrap_work.c). */
+        *dma = true;
+    } else if (bytes < bounce_min_for(cfg, false)) {
+        return HOW_NONE;
+    }
+    enum predict_verdict v = evidence_d2h((uintptr_t)host, bytes, dev, src->device);
+    if (v != PREDICT_YES && v != PREDICT_EAGER)
+        return HOW_NONE;
+    pthread_once(&once, once_body);
+    if (!uffd_ok)
+        return HOW_NONE;
+    /* Eager for a buffer the CPU reads between its copies (never told to
+     * the predictor when lazy was asked for: h2d.c): its pages stay (reads
+     * cost nothing), write-protected, the H2D served from the copy. */
+    if (*dma || cfg->bounce == P2PSHIM_BOUNCE_EAGER || v == PREDICT_EAGER)
+        return HOW_EAGER;
+    if (cfg->bounce == P2PSHIM_BOUNCE_LAZY)
+        return HOW_LAZY;
+    /* A device that reads pageable memory itself (HMM) would fault on a
+     * lazy page without the retry userfaultfd needs. */
+    return bgpu_pageable_access() ? HOW_NONE : HOW_LAZY;
+}
+
+/* A snapshot record, in memory of its own (mmap): the shim writes it
+ * under bounce_mu, so it must never share a page with the program's heap,
+ * where a write could fault on a lazy or protected page. Only the pages
+ * the range covers whole are tracked; partial head and tail pages hold
+ * other data and are left alone (the host's). NULL when none are whole. */
+static struct snap *new_snap(uintptr_t host, size_t bytes, CUdeviceptr src, bool lazy,
+                             bool dma)
+{
+    const size_t pg = bounce_page;
+    uintptr_t lo = (host + pg - 1) & ~(uintptr_t)(pg - 1);
+    uintptr_t hi = (host + bytes) & ~(uintptr_t)(pg - 1);
+    if (hi <= lo)
+        return NULL;
+    size_t npages = (hi - lo) / pg;
+    size_t size = (sizeof(struct snap) + npages + pg - 1) & ~(pg - 1);
+    void *mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED)
+        return NULL;
+    struct snap *s = mem;
+    s->map_size = size;
+    s->host = host;
+    s->bytes = bytes;
+    s->lazy = lazy;
+    s->dma = dma;
+    s->reg_lo = lo;
+    s->reg_hi = hi;
+    s->keys = predict_pair_of(host, bytes, (uintptr_t)src);
+    s->page = (uint8_t *)(s + 1);
+    /* Eager pages start clean: a write during setup makes them dirty. */
+    memset(s->page, lazy ? PG_DIRTY : PG_CLEAN, npages);
+    return s;
+}
+
+/* A snapshot whose setup failed: forgotten, its pages left ordinary. */
+static void discard(struct snap *s, bool registered)
+{
+    pthread_mutex_lock(&bounce_mu);
+    bounce_unlink(s);
+    pthread_cond_broadcast(&bounce_cv);
+    pthread_mutex_unlock(&bounce_mu);
+    if (registered)
+        uffd_unregister(s->reg_lo, s->reg_hi - s->reg_lo);
+    bgpu_buffer_put(&s->buf);
+    bounce_snap_free(s);
+}
+
+static void publish(struct snap *s)
+{
+    pthread_mutex_lock(&bounce_mu);
+    if (s->lazy)
+        memset(s->page, PG_MISSING, (s->reg_hi - s->reg_lo) / bounce_page);
+    s->ready = true;
+    pthread_cond_broadcast(&bounce_cv);
+    pthread_mutex_unlock(&bounce_mu);
+    /* Threads that touched the range during setup fault again now. */
+    uffd_wake(s->reg_lo, s->reg_hi - s->reg_lo);
+}
+
+/* Lazy: the snapshot replaces the D2H; full pages are dropped and come
+ * back on demand; partial head and tail pages are copied now. */
+static bool lazy_d2h(const struct copy_call *call, bool sync, uintptr_t h, CUdeviceptr dev,
+                     size_t n, int sdev, CUcontext ctx, bool handed)
+{
+    double t0 = bounce_now_us();
+    struct snap *s = new_snap(h, n, dev, true, false);
+    if (s == NULL)
+        return false;
+    uintptr_t dlo = s->reg_lo, dhi = s->reg_hi;
+    if ((!handed && !uffd_private_anon(s->reg_lo, s->reg_hi - s->reg_lo)) ||
+        !bgpu_buffer_get(sdev, ctx, n, bounce_evict_one, &s->buf)) {
+        if (handed)
+            uffd_unregister(s->reg_lo, s->reg_hi - s->reg_lo);
+        bounce_snap_free(s);
+        return false;
+    }
+    pthread_mutex_lock(&bounce_mu);
+    bounce_link(s);
+    pthread_mutex_unlock(&bounce_mu);
+    /* Registered before the pages are dropped, so no thread can fault a
+     * zero page in between; the REMOVE event this raises is ours. A
+     * locked or special mapping refuses MADV_DONTNEED: then the original
+     * call rewrites every byte. */
+    if (!handed && !uffd_register(s->reg_lo, s->reg_hi - s->reg_lo, true)) {
+        discard(s, false);
+        return false;
+    }
+    if (madvise((void *)dlo, dhi - dlo, MADV_DONTNEED) != 0) {
+        discard(s, true);
+        return false;
+    }
+    /* madvise returned once its REMOVE event was read: wait until it is
+     * processed too, while the snapshot is not ready and the event is
+     * recognised as ours. */
+    uffd_barrier();
+    double t1 = bounce_now_us();
+    bgpu_wait_uses(&s->buf, call);
+    CUresult r = bgpu_copy(call, s->buf.ptr, dev, n);
+    double t2 = bounce_now_us();
+    if (r == CUDA_SUCCESS && h < dlo)
+        r = bgpu_dtoh(call, sync, (void *)h, s->buf.ptr, dlo - h);
+    if (r == CUDA_SUCCESS && h + n > dhi)
+        r = bgpu_dtoh(call, sync, (void *)dhi, s->buf.ptr + (dhi - h), h + n - dhi);
+    /* A pageable D2H, async or not, returns complete: so does this one,
+     * and the source may be overwritten by unordered work right after. */
+    double t3 = bounce_now_us();
+    if (r == CUDA_SUCCESS)
+        r = bgpu_fence(call, true, NULL);
+    double t4 = bounce_now_us();
+    if (r != CUDA_SUCCESS) {
+        bgpu_fence(call, false, &s->buf);
+        discard(s, true);
+        return false;
+    }
+    publish(s);
+    LOG_DEBUG("bounce: lazy D2H of %zu bytes: set-up and drop %.0f us, snapshot issued %.0f us, "
+              "partial pages %.0f us, wait %.0f us, publish %.0f us%s", n, t1 - t0, t2 - t1,
+              t3 - t2, t4 - t3, bounce_now_us() - t4, handed ? " (handed over)" : "");
+    atomic_fetch_add(&bst_d2h_lazy, 1);
+    atomic_fetch_add(&bst_lazy_bytes, dhi - dlo);
+    return true;
+}
+
+/* The eager snapshot's set-up: the record, its buffer on the source's
+ * GPU, linked, its range registered for write-protection (handed-over
+ * pages are registered already). NULL when any of it cannot be had, with
+ * handed-over pages unregistered. */
+static struct snap *eager_snap_new(uintptr_t h, CUdeviceptr dev, size_t n, int sdev,
+                                   CUcontext ctx, bool dma, bool handed)
+{
+    struct snap *s = new_snap(h, n, dev, false, dma);
+    if (s == NULL) {
+        if (handed)
+            uffd_unregister((h + bounce_page - 1) & ~(uintptr_t)(bounce_page - 1),
+                            ((h + n) & ~(uintptr_t)(bounce_page - 1)) -
+                                ((h + bounce_page - 1) & ~(uintptr_t)(bounce_page - 1)));
+        return NULL;
+    }
+    s->gen = atomic_load_explicit(&bounce_work_gen, memory_order_relaxed);
+    uintptr_t rlo = s->reg_lo;
+    size_t rlen = s->reg_hi - s->reg_lo;
+    if (!bgpu_buffer_get(sdev, ctx, n, bounce_evict_one, &s->buf)) {
+        if (handed)
+            uffd_unregister(rlo, rlen);
+        bounce_snap_free(s);
+        return NULL;
+    }
+    pthread_mutex_lock(&bounce_mu);
+    bounce_link(s);
+    pthread_mutex_unlock(&bounce_mu);
+    if (!handed && !uffd_register(rlo, rlen, false)) {
+        LOG_DEBUG("bounce: host memory at %#lx refuses write-protection: no eager snapshot",
+                  (unsigned long)h);
+        discard(s, false);
+        return NULL;
+    }
+    return s;
+}
+
+/* Eager: the D2H runs as usual and a snapshot is kept; the range is
+ * write-protected so that CPU writes mark pages dirty. Pinned memory (dma)
+ * is written by DMA, which ignores the protection: an async copy is
+ * protected before it is issued (a CPU write after it lands is seen),
+ * handed-over pages are protected already. Pageable memory is written by
+ * the driver with the CPU: protected once the copy is complete (a
+ * pageable D2H returns complete). */
+static bool eager_d2h(const struct copy_call *call, bool sync, uintptr_t h, CUdeviceptr dev,
+                      size_t n, int sdev, CUcontext ctx, bool dma, bool handed, CUresult *rc)
+{
+    double t0 = bounce_now_us();
+    struct snap *s = eager_snap_new(h, dev, n, sdev, ctx, dma, handed);
+    if (s == NULL)
+        return false;
+    uintptr_t rlo = s->reg_lo;
+    size_t rlen = s->reg_hi - s->reg_lo;
+    double t1 = bounce_now_us();
+    /* Pinned: the snapshot is taken on the shim's stream while the D2H
+     * runs from the source itself (both after the same work, so equal in
+     * any program without a race on the source); the program's stream then
+     * waits for it, and a sync variant returns once both are done.
+     * Otherwise (or when that cannot be had) the snapshot comes first on
+     * the program's stream and the D2H copies it. */
+    CUevent aside = dma ? bgpu_snapshot_aside(call, &s->buf, dev, n) : NULL;
+    if (aside == NULL) {
+        bgpu_wait_uses(&s->buf, call);
+        if (bgpu_copy(call, s->buf.ptr, dev, n) != CUDA_SUCCESS) {
+            discard(s, true);
+            return false;
+        }
+    }
+    bool before = dma && !sync && !handed, after = !handed && !before;
+    if (before && !uffd_protect(rlo, rlen, true)) {
+        if (aside)
+            driver_api()->event_synchronize(aside);
+        bgpu_event_release(aside);
+        bgpu_fence(call, false, &s->buf);
+        discard(s, true);
+        return false;
+    }
+    double t2 = bounce_now_us();
+    *rc = bgpu_dtoh(call, sync, (void *)h, aside ? dev : s->buf.ptr, n);
+    if (aside != NULL) {
+        bgpu_wait_event(call, aside);
+        if (sync || *rc != CUDA_SUCCESS)
+            driver_api()->event_synchronize(aside);
+        bgpu_event_release(aside);
+    }
+    if (*rc == CUDA_SUCCESS && !dma)
+        *rc = bgpu_fence(call, true, NULL);
+    double t3 = bounce_now_us();
+    if (*rc == CUDA_SUCCESS && after && !uffd_protect(rlo, rlen, true))
+        *rc = CUDA_ERROR_UNKNOWN; /* untracked: the copy stands, no snapshot */
+    if (*rc != CUDA_SUCCESS) {
+        bgpu_fence(call, false, &s->buf);
+        discard(s, true);
+        return false; /* the original call gives the program its answer */
+    }
+    double t4 = bounce_now_us();
+    s->done = bgpu_record(call);
+    bgpu_fence(call, false, &s->buf);
+    publish(s);
+    LOG_DEBUG("bounce: eager D2H of %zu bytes (%s): set-up %.0f us, snapshot issued %.0f us, "
+              "D2H %.0f us, protect %.0f us, publish %.0f us%s", n, dma ? "pinned" : "pageable",
+              t1 - t0, t2 - t1, t3 - t2, t4 - t3, bounce_now_us() - t4, handed ? " (handed over)" : "");
+    atomic_fetch_add(&bst_d2h_eager, 1);
+    return true;
+}
+
+bool bounce_d2h(const struct copy_call *call, bool sync, void *host, CUdeviceptr dev,
+                size_t bytes, CUresult *rc)
+{
+    struct owner_info src;
+    bool dma;
+    enum how how = decide(host, bytes, dev, &src, &dma);
+    CUcontext ctx = src.ctx;
+    if (how != HOW_NONE && ctx == NULL) {
+        /* Pool or mapped memory: the issuing context, if it is the device's. */
+        CUcontext sc = driver_stream_ctx(call->stream, call->per_thread);
+        if (driver_ctx_device(sc) == src.device)
+            ctx = sc;
+        else
+            how = HOW_NONE;
+    }
+    if (how != HOW_NONE && bgpu_capturing(call))
+        how = HOW_NONE; /* captured into a graph: it runs later, if ever */
+    if (how == HOW_NONE) {
+        /* The driver writes the range: no snapshot may claim it after. */
+        bounce_host_access(host, bytes, true);
+        return false;
+    }
+    uintptr_t h = (uintptr_t)host;
+    double t0 = bounce_now_us();
+    uffd_barrier();
+    bounce_reap();
+    bool lazy = how == HOW_LAZY;
+    bool handed = (lazy || dma) && bounce_handover(h, bytes, lazy, dma);
+    bounce_end_overlapping(h, h + bytes, false, true);
+    LOG_DEBUG("bounce: D2H of %zu bytes: the last snapshot there ended in %.0f us", bytes,
+              bounce_now_us() - t0);
+    *rc = CUDA_SUCCESS;
+    bool done = lazy ? lazy_d2h(call, sync, h, dev, bytes, src.device, ctx, handed)
+                     : eager_d2h(call, sync, h, dev, bytes, src.device, ctx, dma, handed, rc);
+    if (!done) {
+        struct predict_pair keys = predict_pair_of(h, bytes, (uintptr_t)dev);
+        evidence_fallback(&keys);
+    }
+    return done;
+}

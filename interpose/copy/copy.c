@@ -1,0 +1,466 @@
+#define _GNU_SOURCE
+#include "copy.h"
+
+#include "bounce/bounce.h"
+#include "copy_alias.h"
+#include "cupti_join.h"
+#include "link_life.h"
+#include "nvtx.h"
+#include "pool_relay.h"
+#include "record.h"
+#include "owner_lookup.h"
+#include "route.h"
+#include "shim.h"
+#include "stats.h"
+#include "upgrade.h"
+
+/* Below this a unified copy is not looked at for bouncing (bounce.h
+ * leaves smaller ones alone anyway). */
+#define BOUNCE_UNIFIED_MIN ((size_t)64 << 10)
+
+/* ---- around the driver call ------------------------------------------ */
+
+void copy_call_begin(const struct copy_call *call)
+{
+    if (call->correlation != 0)
+        cupti_push(call->correlation);
+}
+
+void copy_call_end(const struct copy_call *call)
+{
+    if (link_life_pending(call))
+        link_life_after_issue(call);
+    if (call->correlation != 0)
+        cupti_pop();
+    if (call->nvtx_range)
+        nvtx_range_pop();
+}
+
+/* ---- one copy ----------------------------------------------------------- */
+
+/* An end from its address: its owner, and the context that owns it
+ * (named_ctx when the Peer APIs name one, else the allocation's). */
+static void resolve_end(CUdeviceptr ptr, CUcontext named_ctx, struct copy_end *e)
+{
+    struct owner_info info;
+    e->ctx = named_ctx;
+    e->route.known = resolve_pointer(ptr, &info);
+    if (!e->route.known)
+        return;
+    e->route.kind = info.kind;
+    e->route.device = info.device;
+    if (e->ctx == NULL)
+        e->ctx = info.ctx;
+}
+
+static void host_end(struct copy_end *e)
+{
+    e->route.known = true;
+    e->route.kind = MEM_KIND_HOST_PINNED;
+    e->route.device = -1;
+    e->ctx = NULL;
+}
+
+static uint8_t record_kind_of(const struct route_end *e)
+{
+    if (!e->known || (unsigned)e->kind >= MEM_KIND_COUNT)
+        return RECORD_END_UNKNOWN;
+    return (uint8_t)e->kind;
+}
+
+/* CUPTI, when wanted, starts before this call's first record or event, so
+ * the run log's header (written with the first of them) tells its state. */
+static bool want_cupti(const struct p2pshim_config *cfg)
+{
+    return record_enabled() &&
+           (cfg->cupti > 0 || (cfg->cupti < 0 && cfg->mode == P2PSHIM_MODE_OBSERVE));
+}
+
+/* Starts CUPTI (once, lazily: a copy is the first moment it is wanted) and
+ * writes this copy's decision record. */
+static void record_decision(struct copy_call *call, const struct copy_end *src,
+                            const struct copy_end *dst, size_t bytes, enum record_action action,
+                            enum route_reason reason)
+{
+    bool cupti_on = want_cupti(shim_config()) && cupti_start();
+    struct decision_record r;
+    r.id = call->record_id != 0 ? call->record_id : record_next_id();
+    r.t_ns = call->record_id != 0 ? call->record_t_ns : record_now_ns();
+    call->record_id = 0;
+    r.bytes = bytes;
+    r.stream = (uint64_t)(uintptr_t)call->stream;
+    r.tid = shim_thread_id();
+    r.api = (uint16_t)call->api;
+    r.src_dev = (int8_t)(src->route.known ? src->route.device : -1);
+    r.dst_dev = (int8_t)(dst->route.known ? dst->route.device : -1);
+    r.src_kind = record_kind_of(&src->route);
+    r.dst_kind = record_kind_of(&dst->route);
+    r.action = (uint8_t)action;
+    r.reason = (uint8_t)reason;
+    record_add(&r);
+    /* A batch is one driver call: its first element's id correlates. */
+    if (call->correlation == 0 && cupti_on)
+        call->correlation = r.id;
+}
+
+/* A relay: with CUPTI on, its decision's id is taken first, so that the
+ * records of the copies the relay issues join it (cupti_join.h). */
+static enum route_reason relay(struct copy_call *call, const struct route_decision *d,
+                               const struct copy_end *src, const struct copy_end *dst,
+                               size_t bytes)
+{
+    if (record_enabled() && cupti_active()) {
+        call->record_id = record_next_id();
+        call->record_t_ns = record_now_ns();
+        cupti_relay_open(call->record_id);
+    }
+    return pool_relay_apply(call, d, src, dst, bytes);
+}
+
+/* After the copy's decision: a link the shim enabled for a copy that then
+ * did not ride it (the alias or the relay failed) was still used now, with
+ * nothing of the shim's in flight on it: it is given back like any other
+ * (idle release, the peer limit). */
+static void note_link(struct copy_call *call, const struct copy_end *src,
+                      const struct copy_end *dst, enum route_reason counted)
+{
+    if (route_reason_is_upgrade(counted)) {
+        link_life_note_use(call, src->ctx, src->route.device, dst->ctx, dst->route.device);
+        /* The program's stream waits for a relay's last copy: an event
+         * recorded there now covers all of it (the wrapper calls nothing
+         * after a relay). */
+        if (call->relayed && link_life_pending(call))
+            link_life_after_issue(call);
+    } else if (call->link_enabled) {
+        link_life_note_idle(src->ctx, src->route.device, dst->ctx, dst->route.device);
+    }
+}
+
+static void decide_and_act(struct copy_call *call, struct copy_end *src,
+                           struct copy_end *dst, size_t bytes)
+{
+    const struct p2pshim_config *cfg = shim_config();
+    if (want_cupti(cfg))
+        cupti_start();
+    link_life_tick();
+    if (call->alias_dst != NULL)
+        copy_alias_fill_ctx(call, src, dst);
+    struct route_decision d = upgrade_decide(call, src, dst, bytes, cfg);
+    enum record_action action = RECORD_PASS;
+    enum route_reason counted = d.reason;
+    if (cfg->mode == P2PSHIM_MODE_OBSERVE) {
+        /* The run log and the exit summary both say "would upgrade". */
+        bool would = d.action != ROUTE_PASS;
+        action = would ? RECORD_WOULD_UPGRADE : RECORD_PASS_OBSERVED;
+        if (would)
+            counted = d.reason = ROUTE_OBSERVED;
+    } else if (d.action == ROUTE_ENABLE_THEN_PASS) {
+        counted = d.reason = upgrade_enable(&d, src, dst);
+        action = d.reason == ROUTE_UPGRADED ? RECORD_ENABLE_THEN_PASS : RECORD_PASS;
+    } else if (d.action == ROUTE_ALIAS) {
+        counted = d.reason = copy_alias_apply(call, &d, src, dst, bytes);
+        action = d.reason == ROUTE_UPGRADED_ALIAS ? RECORD_ALIAS_REISSUE : RECORD_PASS;
+    } else if (d.action == ROUTE_RELAY) {
+        counted = d.reason = relay(call, &d, src, dst, bytes);
+        action = d.reason == ROUTE_UPGRADED_RELAY ? RECORD_RELAY : RECORD_PASS;
+    }
+    stats_count(src->route.device, dst->route.device, counted, bytes);
+    if (cfg->mode == P2PSHIM_MODE_UPGRADE)
+        note_link(call, src, dst, counted);
+    uint64_t relay_id = call->record_id;
+    if (record_enabled())
+        record_decision(call, src, dst, bytes, action, d.reason);
+    if (relay_id != 0)
+        cupti_relay_close(relay_id, call->relayed);
+    if (route_reason_is_upgrade(counted) && !call->nvtx_range && !call->relayed)
+        call->nvtx_range = nvtx_range_push("p2pshim peer copy %d->%d %zu B", src->route.device,
+                                           dst->route.device, bytes);
+}
+
+/* A host end of a copy the shim passes through: lazy host buffers there
+ * are filled first (bounce.h), so the driver never faults on them. */
+static void host_touch(const struct copy_end *e, CUdeviceptr ptr, size_t span, bool write,
+                       bool every_byte)
+{
+    if (e->route.known && e->route.kind != MEM_KIND_HOST_PINNED &&
+        e->route.kind != MEM_KIND_HOST_REGISTERED)
+        return;
+    if (!write)
+        bounce_host_access((const void *)(uintptr_t)ptr, span, false);
+    else if (every_byte)
+        bounce_host_access((const void *)(uintptr_t)ptr, span, true);
+    else
+        bounce_host_keep((const void *)(uintptr_t)ptr, span);
+}
+
+void copy_consider(struct copy_call *call, CUdeviceptr dst, CUcontext dst_ctx,
+                   CUdeviceptr src, CUcontext src_ctx, size_t bytes)
+{
+    struct copy_end s = {0}, d = {0};
+    if (bytes == 0 || dst == 0 || src == 0)
+        return;
+    resolve_end(dst, dst_ctx, &d);
+    bool bouncing = bounce_active();
+    if (bouncing)
+        host_touch(&d, dst, bytes, true, true);
+    if (!d.route.known && dst_ctx == NULL && !record_enabled()) {
+        if (bouncing) {
+            resolve_end(src, src_ctx, &s);
+            host_touch(&s, src, bytes, false, true);
+        }
+        stats_count(-1, -1, ROUTE_NOT_CROSS_UNKNOWN, bytes);
+        return; /* host memory: no need to look at the source */
+    }
+    resolve_end(src, src_ctx, &s);
+    if (bouncing)
+        host_touch(&s, src, bytes, false, true);
+    decide_and_act(call, &s, &d, bytes);
+}
+
+/* A host end of a unified copy: memory the driver does not know
+ * (pageable) or pinned/registered host memory. */
+static bool is_host(CUdeviceptr p, struct owner_info *info)
+{
+    if (!resolve_pointer(p, info))
+        return true;
+    return info->kind == MEM_KIND_HOST_PINNED || info->kind == MEM_KIND_HOST_REGISTERED;
+}
+
+/* Observe mode: a D2H or H2D of at least BOUNCE_UNIFIED_MIN bytes goes to
+ * the bounce watch (bounce/bounce.h). dev: the device end. */
+static void watch_host_copy(CUdeviceptr dev, const void *host, size_t bytes, bool to_device)
+{
+    struct owner_info info;
+    if (shim_config()->mode != P2PSHIM_MODE_OBSERVE || bytes < BOUNCE_UNIFIED_MIN ||
+        !resolve_pointer(dev, &info) || info.device < 0)
+        return;
+    if (to_device)
+        watch_h2d(host, bytes, info.device);
+    else
+        watch_d2h(host, bytes, info.device);
+}
+
+/* The one host<->device copy path, behind the explicit D2H/H2D wrappers
+ * and the unified copies that turn out to be one: the bounce module may
+ * replace the copy; in observe mode the watch sees it. */
+P2PSHIM_HOT static struct copy_action host_copy(struct copy_call *call,
+                                                CUdeviceptr device_ptr, const void *host_ptr,
+                                                size_t bytes, bool to_device, bool sync)
+{
+    struct copy_action act = {false, CUDA_SUCCESS};
+    if (bytes != 0 && device_ptr != 0)
+        act.replaced = to_device ? bounce_h2d(call, sync, device_ptr, host_ptr, bytes, &act.rc)
+                                 : bounce_d2h(call, sync, (void *)host_ptr, device_ptr, bytes,
+                                              &act.rc);
+    if (bytes != 0 && device_ptr != 0 && host_ptr != NULL)
+        watch_host_copy(device_ptr, host_ptr, bytes, to_device);
+    return act;
+}
+
+/* Counts a host<->device copy and writes its decision record (the bounce
+ * action when the shim replaced it). */
+P2PSHIM_HOT static void host_copy_note(struct copy_call *call, CUdeviceptr device_ptr,
+                                       const void *host_ptr, size_t bytes, bool to_device,
+                                       bool replaced)
+{
+    if (!record_enabled()) {
+        stats_count(-1, -1, ROUTE_NOT_CROSS_HOST, bytes);
+        return;
+    }
+    struct copy_end dev = {0}, host = {0};
+    if (bytes == 0)
+        return;
+    resolve_end(device_ptr, NULL, &dev);
+    resolve_end((CUdeviceptr)(uintptr_t)host_ptr, NULL, &host);
+    if (!host.route.known)
+        host.route.device = -1; /* pageable: the record says "unknown" */
+    stats_count(-1, -1, ROUTE_NOT_CROSS_HOST, bytes);
+    enum record_action action = !replaced   ? RECORD_PASS
+                                : to_device ? RECORD_BOUNCE_SERVED
+                                            : RECORD_BOUNCE_SNAPSHOT;
+    if (to_device)
+        record_decision(call, &host, &dev, bytes, action, ROUTE_NOT_CROSS_HOST);
+    else
+        record_decision(call, &dev, &host, bytes, action, ROUTE_NOT_CROSS_HOST);
+}
+
+struct copy_action copy_consider_linear(struct copy_call *call, CUdeviceptr dst,
+                                        CUdeviceptr src, size_t bytes, bool sync)
+{
+    const struct p2pshim_config *cfg = shim_config();
+    bool observe = cfg->mode == P2PSHIM_MODE_OBSERVE;
+    bool bounce = cfg->mode == P2PSHIM_MODE_UPGRADE && cfg->bounce != P2PSHIM_BOUNCE_OFF;
+    if (bytes >= BOUNCE_UNIFIED_MIN && dst != 0 && src != 0 && (observe || bounce)) {
+        struct owner_info di, si;
+        bool dh = is_host(dst, &di), sh = is_host(src, &si);
+        bool d2h = dh && !sh && si.device >= 0, h2d = sh && !dh && di.device >= 0;
+        if (d2h || h2d) {
+            CUdeviceptr device_ptr = h2d ? dst : src;
+            const void *host_ptr = (const void *)(uintptr_t)(h2d ? src : dst);
+            struct copy_action act = host_copy(call, device_ptr, host_ptr, bytes, h2d, sync);
+            if (act.replaced) {
+                host_copy_note(call, device_ptr, host_ptr, bytes, h2d, true);
+                return act;
+            }
+        }
+    }
+    copy_consider(call, dst, NULL, src, NULL, bytes);
+    return copy_relayed(call);
+}
+
+/* An end of a 2D/3D copy from its memory type and address fields. */
+static void struct_end(CUmemorytype type, CUdeviceptr dev, size_t offset,
+                       CUcontext named_ctx, struct copy_end *e)
+{
+    switch (type) {
+    case CU_MEMORYTYPE_DEVICE:
+    case CU_MEMORYTYPE_UNIFIED:
+        if (dev == 0) {
+            e->route.known = false;
+            e->ctx = NULL;
+            return;
+        }
+        resolve_end(dev + offset, named_ctx, e);
+        return;
+    case CU_MEMORYTYPE_HOST:
+        host_end(e);
+        return;
+    default: /* arrays and anything unknown: left to the driver */
+        e->route.known = false;
+        e->ctx = NULL;
+        return;
+    }
+}
+
+/* The host side of a 2D/3D copy (HOST, or UNIFIED memory the driver
+ * does not know): its bounding span, touched before the driver runs. */
+static void struct_host(CUmemorytype type, const void *host, CUdeviceptr dev, size_t offset,
+                        size_t pitch, size_t height, size_t width, size_t rows,
+                        size_t depth, bool write)
+{
+    if (!bounce_active() || width == 0 || rows == 0 || depth == 0)
+        return;
+    uintptr_t p;
+    if (type == CU_MEMORYTYPE_HOST && host != NULL) {
+        p = (uintptr_t)host;
+    } else if (type == CU_MEMORYTYPE_UNIFIED && dev != 0) {
+        struct owner_info info;
+        if (resolve_pointer(dev, &info) && info.kind != MEM_KIND_HOST_PINNED &&
+            info.kind != MEM_KIND_HOST_REGISTERED)
+            return;
+        p = (uintptr_t)dev;
+    } else {
+        return;
+    }
+    size_t span = ((depth - 1) * height + (rows - 1)) * pitch + width;
+    bool whole = pitch == width && (depth == 1 || height == rows);
+    struct copy_end e = {0};
+    e.route.known = false;
+    host_touch(&e, (CUdeviceptr)(p + offset), span, write, whole);
+}
+
+void copy_consider_2d(struct copy_call *call, const CUDA_MEMCPY2D *c)
+{
+    struct copy_end s = {0}, d = {0};
+    if (c == NULL || c->WidthInBytes == 0 || c->Height == 0)
+        return;
+    struct_end(c->srcMemoryType, c->srcDevice, c->srcY * c->srcPitch + c->srcXInBytes,
+               NULL, &s);
+    struct_end(c->dstMemoryType, c->dstDevice, c->dstY * c->dstPitch + c->dstXInBytes,
+               NULL, &d);
+    struct_host(c->srcMemoryType, c->srcHost, c->srcDevice,
+                c->srcY * c->srcPitch + c->srcXInBytes, c->srcPitch, c->Height,
+                c->WidthInBytes, c->Height, 1, false);
+    struct_host(c->dstMemoryType, c->dstHost, c->dstDevice,
+                c->dstY * c->dstPitch + c->dstXInBytes, c->dstPitch, c->Height,
+                c->WidthInBytes, c->Height, 1, true);
+    decide_and_act(call, &s, &d, c->WidthInBytes * c->Height);
+}
+
+static size_t offset_3d(size_t x, size_t y, size_t z, size_t pitch, size_t height)
+{
+    return z * height * pitch + y * pitch + x;
+}
+
+/* CUDA_MEMCPY3D and CUDA_MEMCPY3D_PEER name their fields alike; the peer
+ * form adds the two contexts (sctx, dctx: NULL for the plain one). */
+#define CONSIDER_3D(call, c, sctx, dctx)                                                    \
+    do {                                                                                    \
+        struct copy_end s_ = {0}, d_ = {0};                                                      \
+        if ((c) == NULL || (c)->WidthInBytes == 0 || (c)->Height == 0 || (c)->Depth == 0)   \
+            return;                                                                         \
+        size_t so_ = offset_3d((c)->srcXInBytes, (c)->srcY, (c)->srcZ, (c)->srcPitch,       \
+                               (c)->srcHeight);                                             \
+        size_t do_ = offset_3d((c)->dstXInBytes, (c)->dstY, (c)->dstZ, (c)->dstPitch,       \
+                               (c)->dstHeight);                                             \
+        struct_end((c)->srcMemoryType, (c)->srcDevice, so_, sctx, &s_);                     \
+        struct_end((c)->dstMemoryType, (c)->dstDevice, do_, dctx, &d_);                     \
+        struct_host((c)->srcMemoryType, (c)->srcHost, (c)->srcDevice, so_, (c)->srcPitch,   \
+                    (c)->srcHeight, (c)->WidthInBytes, (c)->Height, (c)->Depth, false);     \
+        struct_host((c)->dstMemoryType, (c)->dstHost, (c)->dstDevice, do_, (c)->dstPitch,   \
+                    (c)->dstHeight, (c)->WidthInBytes, (c)->Height, (c)->Depth, true);      \
+        decide_and_act(call, &s_, &d_, (c)->WidthInBytes * (c)->Height * (c)->Depth);       \
+    } while (0)
+
+void copy_consider_3d(struct copy_call *call, const CUDA_MEMCPY3D *c)
+{
+    CONSIDER_3D(call, c, NULL, NULL);
+}
+
+void copy_consider_3d_peer(struct copy_call *call, const CUDA_MEMCPY3D_PEER *c)
+{
+    CONSIDER_3D(call, c, c->srcContext, c->dstContext);
+}
+
+void copy_consider_batch(struct copy_call *call, const CUdeviceptr *dsts,
+                         const CUdeviceptr *srcs, const size_t *sizes, size_t count)
+{
+    if (dsts == NULL || srcs == NULL || sizes == NULL)
+        return;
+    for (size_t i = 0; i < count; i++)
+        copy_consider(call, dsts[i], NULL, srcs[i], NULL, sizes[i]);
+}
+
+static void operand_end(const CUmemcpy3DOperand *op, struct copy_end *e)
+{
+    if (op->type == CU_MEMCPY_OPERAND_TYPE_POINTER && op->op.ptr.ptr != 0) {
+        resolve_end(op->op.ptr.ptr, NULL, e);
+        return;
+    }
+    e->route.known = false;
+    e->ctx = NULL;
+}
+
+void copy_consider_3d_batch(struct copy_call *call, size_t count,
+                            const CUDA_MEMCPY3D_BATCH_OP *ops)
+{
+    if (ops == NULL)
+        return;
+    for (size_t i = 0; i < count; i++) {
+        struct copy_end s = {0}, d = {0};
+        const CUDA_MEMCPY3D_BATCH_OP *op = &ops[i];
+        size_t bytes = op->extent.width * op->extent.height * op->extent.depth;
+        if (bytes == 0)
+            continue;
+        operand_end(&op->src, &s);
+        operand_end(&op->dst, &d);
+        if (bounce_active()) {
+            /* Pointer operands only; the extent read as a linear span is a
+             * bound (rows are whole when the row length is the width). */
+            if (op->src.type == CU_MEMCPY_OPERAND_TYPE_POINTER)
+                host_touch(&s, op->src.op.ptr.ptr, bytes, false, true);
+            if (op->dst.type == CU_MEMCPY_OPERAND_TYPE_POINTER)
+                host_touch(&d, op->dst.op.ptr.ptr, bytes, true, false);
+        }
+        decide_and_act(call, &s, &d, bytes);
+    }
+}
+
+struct copy_action copy_consider_host(struct copy_call *call, CUdeviceptr device_ptr,
+                                      const void *host_ptr, size_t bytes, bool to_device,
+                                      bool sync)
+{
+    struct copy_action act = host_copy(call, device_ptr, host_ptr, bytes, to_device, sync);
+    host_copy_note(call, device_ptr, host_ptr, bytes, to_device, act.replaced);
+    return act;
+}

@@ -1,0 +1,4 @@
+#ifndef HIGH_H
+#define HIGH_H
+int high_go(int x);
+#endif
