@@ -187,7 +187,7 @@ static int case_fork_threads(int argc, char **argv)
         sched_yield();
     /* One snapshot held (no H2D ends it) across every fork. */
     adv_bounce(&buf, 50);
-    for (int i = 0; i < 40; i++) {
+    for (int i = 0; i < 24; i++) {
         int status = 0;
         pid_t pid = fork();
         if (pid == 0)
