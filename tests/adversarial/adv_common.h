@@ -4,8 +4,8 @@
  *
  * A case program is "PROG shim|noshim CASE [ARG...]". It prints digests
  * of every buffer it reads back and of every file it wrote (never
- * addresses, descriptors the shim could shift only where the descriptor
- * numbers are what the case is about, or timings), and exits 0 unless a
+ * addresses or timings; descriptor numbers only where they are what the
+ * case is about), and exits 0 unless a
  * check it makes on its own fails. Exit 77 in both runs: the system
  * refuses what the case needs (the runner reports a skip).
  *
