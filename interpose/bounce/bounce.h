@@ -125,6 +125,9 @@ struct bounce_stats {
     uint64_t predicted, skipped;   /* of those: predicted; left alone while backing off */
     uint64_t useful, wasted;       /* snapshot outcomes told to the predictor */
     uint64_t seen_plain;           /* H2D copies matching a D2H that went the normal way */
+    uint64_t handler_ns;           /* time the fault handler spent on faults */
+    uint64_t abandoned;            /* snapshots given up past their fault budget */
+    uint64_t faults_max;           /* the most CPU touches one snapshot took */
 };
 /* The counters; their exit summary line ("summary bounce candidates=N
  * ...") is registered with stats.h by the module itself. */
