@@ -253,6 +253,50 @@ static void lru_consistent(void)
     }
 }
 
+/* The outcome history: alternating outcomes keep doubling the backoff;
+ * enough useful ones reset it; served and then read back turns eager. */
+static void history_tables(void)
+{
+    /* Useful and wasted in turn: a useful outcome after a recent wasted
+     * one keeps the backoff, so the skips grow 1, 2, 4 instead of
+     * staying at 1. */
+    static const struct step alternate[] = {
+        {D2H, H1, MB, S1, NO},   {H2D, H1, MB, 0, 0},     {D2H, H1, MB, S1, YES},
+        {GOOD, 0, 0, 0, 0},      {D2H, H1, MB, S1, YES},  {WASTED, 0, 0, 0, 0},
+        {D2H, H1, MB, S1, SKIP}, {H2D, H1, MB, 0, 0},     {D2H, H1, MB, S1, YES},
+        {GOOD, 0, 0, 0, 0},      {D2H, H1, MB, S1, YES},  {WASTED, 0, 0, 0, 0},
+        {D2H, H1, MB, S1, SKIP}, {H2D, H1, MB, 0, 0},     {D2H, H1, MB, S1, SKIP},
+        {H2D, H1, MB, 0, 0},     {D2H, H1, MB, S1, YES},  {GOOD, 0, 0, 0, 0},
+        {D2H, H1, MB, S1, YES},  {WASTED, 0, 0, 0, 0},    {D2H, H1, MB, S1, SKIP},
+        {D2H, H1, MB, S1, SKIP}, {D2H, H1, MB, S1, SKIP}, {D2H, H1, MB, S1, SKIP},
+        {H2D, H1, MB, 0, 0},     {D2H, H1, MB, S1, YES},  {END, 0, 0, 0, 0}};
+    run("alternate", alternate);
+    /* PREDICT_HISTORY useful outcomes after a wasted one keep the backoff;
+     * one more resets it: the next wasted one skips 1 again. */
+    static const struct step recovers[] = {
+        {D2H, H1, MB, S1, NO},   {H2D, H1, MB, 0, 0},     {D2H, H1, MB, S1, YES},
+        {WASTED, 0, 0, 0, 0},    {D2H, H1, MB, S1, SKIP}, {H2D, H1, MB, 0, 0},
+        {D2H, H1, MB, S1, YES},  {GOOD, 0, 0, 0, 0},      {D2H, H1, MB, S1, YES},
+        {GOOD, 0, 0, 0, 0},      {D2H, H1, MB, S1, YES},  {GOOD, 0, 0, 0, 0},
+        {D2H, H1, MB, S1, YES},  {GOOD, 0, 0, 0, 0},      {D2H, H1, MB, S1, YES},
+        {GOOD, 0, 0, 0, 0},      {D2H, H1, MB, S1, YES},  {WASTED, 0, 0, 0, 0},
+        {D2H, H1, MB, S1, SKIP}, {H2D, H1, MB, 0, 0},     {D2H, H1, MB, S1, YES},
+        {END, 0, 0, 0, 0}};
+    run("recovers", recovers);
+    /* Served, then read back whole (a checksum after the upload): eager for
+     * 4 D2Hs (the reads then cost no fill), then a lazy try; served and
+     * left alone: lazy from then on. */
+    static const struct step after[] = {
+        {D2H, H1, MB, S1, NO},     {H2D, H1, MB, 0, 0},      {D2H, H1, MB, S1, YES},
+        {GOOD, 0, 0, 0, 0},        {READERS, 0, 0, 0, 0},    {D2H, H1, MB, S1, EAGER},
+        {GOOD, 0, 0, 0, 0},        {D2H, H1, MB, S1, EAGER}, {GOOD, 0, 0, 0, 0},
+        {D2H, H1, MB, S1, EAGER},  {GOOD, 0, 0, 0, 0},       {D2H, H1, MB, S1, EAGER},
+        {GOOD, 0, 0, 0, 0},        {D2H, H1, MB, S1, YES},   {GOOD, 0, 0, 0, 0},
+        {D2H, H1, MB, S1, YES},    {GOOD, 0, 0, 0, 0},       {D2H, H1, MB, S1, YES},
+        {END, 0, 0, 0, 0}};
+    run("read after", after);
+}
+
 int main(void)
 {
     /* A staging loop: predicted from round 2 on. */
@@ -314,45 +358,7 @@ int main(void)
         {D2H, H2, MB, S2, SKIP},   {END, 0, 0, 0, 0}};
     run("readers", readers);
 
-    /* Useful and wasted in turn: a useful outcome after a recent wasted
-     * one keeps the backoff, so the skips grow 1, 2, 4 instead of
-     * staying at 1. */
-    static const struct step alternate[] = {
-        {D2H, H1, MB, S1, NO},   {H2D, H1, MB, 0, 0},     {D2H, H1, MB, S1, YES},
-        {GOOD, 0, 0, 0, 0},      {D2H, H1, MB, S1, YES},  {WASTED, 0, 0, 0, 0},
-        {D2H, H1, MB, S1, SKIP}, {H2D, H1, MB, 0, 0},     {D2H, H1, MB, S1, YES},
-        {GOOD, 0, 0, 0, 0},      {D2H, H1, MB, S1, YES},  {WASTED, 0, 0, 0, 0},
-        {D2H, H1, MB, S1, SKIP}, {H2D, H1, MB, 0, 0},     {D2H, H1, MB, S1, SKIP},
-        {H2D, H1, MB, 0, 0},     {D2H, H1, MB, S1, YES},  {GOOD, 0, 0, 0, 0},
-        {D2H, H1, MB, S1, YES},  {WASTED, 0, 0, 0, 0},    {D2H, H1, MB, S1, SKIP},
-        {D2H, H1, MB, S1, SKIP}, {D2H, H1, MB, S1, SKIP}, {D2H, H1, MB, S1, SKIP},
-        {H2D, H1, MB, 0, 0},     {D2H, H1, MB, S1, YES},  {END, 0, 0, 0, 0}};
-    run("alternate", alternate);
-    /* PREDICT_HISTORY useful outcomes after a wasted one keep the backoff;
-     * one more resets it: the next wasted one skips 1 again. */
-    static const struct step recovers[] = {
-        {D2H, H1, MB, S1, NO},   {H2D, H1, MB, 0, 0},     {D2H, H1, MB, S1, YES},
-        {WASTED, 0, 0, 0, 0},    {D2H, H1, MB, S1, SKIP}, {H2D, H1, MB, 0, 0},
-        {D2H, H1, MB, S1, YES},  {GOOD, 0, 0, 0, 0},      {D2H, H1, MB, S1, YES},
-        {GOOD, 0, 0, 0, 0},      {D2H, H1, MB, S1, YES},  {GOOD, 0, 0, 0, 0},
-        {D2H, H1, MB, S1, YES},  {GOOD, 0, 0, 0, 0},      {D2H, H1, MB, S1, YES},
-        {GOOD, 0, 0, 0, 0},      {D2H, H1, MB, S1, YES},  {WASTED, 0, 0, 0, 0},
-        {D2H, H1, MB, S1, SKIP}, {H2D, H1, MB, 0, 0},     {D2H, H1, MB, S1, YES},
-        {END, 0, 0, 0, 0}};
-    run("recovers", recovers);
-    /* Served, then read back whole (a checksum after the upload): eager for
-     * 4 D2Hs (the reads then cost no fill), then a lazy try; served and
-     * left alone: lazy from then on. */
-    static const struct step after[] = {
-        {D2H, H1, MB, S1, NO},     {H2D, H1, MB, 0, 0},      {D2H, H1, MB, S1, YES},
-        {GOOD, 0, 0, 0, 0},        {READERS, 0, 0, 0, 0},    {D2H, H1, MB, S1, EAGER},
-        {GOOD, 0, 0, 0, 0},        {D2H, H1, MB, S1, EAGER}, {GOOD, 0, 0, 0, 0},
-        {D2H, H1, MB, S1, EAGER},  {GOOD, 0, 0, 0, 0},       {D2H, H1, MB, S1, EAGER},
-        {GOOD, 0, 0, 0, 0},        {D2H, H1, MB, S1, YES},   {GOOD, 0, 0, 0, 0},
-        {D2H, H1, MB, S1, YES},    {GOOD, 0, 0, 0, 0},       {D2H, H1, MB, S1, YES},
-        {END, 0, 0, 0, 0}};
-    run("read after", after);
-
+    history_tables();
     backoff_capped();
     spoilt_bounded();
     lru_consistent();
