@@ -45,6 +45,8 @@ bool bounce_active(void)
  * waits for a handler that may be waiting for the driver. */
 static bool overlaps(uintptr_t lo, uintptr_t hi)
 {
+    if (!bounce_may_overlap(lo, hi))
+        return false; /* lock-free: no snapshot near */
     bounce_lock();
     bool yes = bounce_find_overlap(lo, hi) != NULL;
     bounce_unlock();
@@ -94,7 +96,7 @@ void bounce_host_release(const void *host, size_t bytes)
         /* free(): the block's size from the allocator that made it (the
          * wrapper serves the program's own free, so this is its twin). */
         bytes = malloc_usable_size((void *)host);
-        if (bytes == 0)
+        if (bytes == 0 || !bounce_may_overlap(lo, lo + bytes))
             return;
         bounce_lock();
         bool ours = bounce_find_overlap(lo, lo + bytes) != NULL;

@@ -11,6 +11,7 @@
  * is flagged `ending` and stays listed, so that a new D2H over the same
  * pages waits until its registration is gone before registering its own. */
 #define _GNU_SOURCE
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -54,6 +55,27 @@ struct snap *bounce_find(uintptr_t addr, bool registered)
     return NULL;
 }
 
+/* The span of every listed snapshot's registered pages (lo > hi: none),
+ * written under the lock at every change, read without it. */
+static _Atomic uintptr_t span_lo = UINTPTR_MAX, span_hi;
+
+static void span_update(void)
+{
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (struct snap *s = bounce_head; s; s = s->next) {
+        lo = s->reg_lo < lo ? s->reg_lo : lo;
+        hi = s->reg_hi > hi ? s->reg_hi : hi;
+    }
+    atomic_store_explicit(&span_lo, lo, memory_order_relaxed);
+    atomic_store_explicit(&span_hi, hi, memory_order_relaxed);
+}
+
+bool bounce_may_overlap(uintptr_t lo, uintptr_t hi)
+{
+    return lo < atomic_load_explicit(&span_hi, memory_order_relaxed) &&
+           atomic_load_explicit(&span_lo, memory_order_relaxed) < hi;
+}
+
 struct snap *bounce_find_overlap(uintptr_t lo, uintptr_t hi)
 {
     for (struct snap *s = bounce_head; s; s = s->next)
@@ -70,6 +92,7 @@ void bounce_link(struct snap *s)
         bounce_head->prev = s;
     bounce_head = s;
     atomic_fetch_add(&bounce_count, 1);
+    span_update();
 }
 
 void bounce_unlink(struct snap *s)
@@ -81,6 +104,7 @@ void bounce_unlink(struct snap *s)
     if (s->next)
         s->next->prev = s->prev;
     atomic_fetch_sub(&bounce_count, 1);
+    span_update();
 }
 
 void bounce_touch(struct snap *s)
@@ -393,6 +417,7 @@ static void on_moved(uintptr_t from, uintptr_t to, size_t len)
         bounce_index_range(s, from, from + len, false, &i0, &i1);
         memset(s->page + i0, PG_DIRTY, i1 - i0);
     }
+    span_update();
     bounce_unlock();
 }
 

@@ -34,6 +34,12 @@ extern _Atomic uint64_t bounce_work_gen; /* GPU work issued (bounce_gpu_work) */
 /* The snapshot whose host range (registered pages, when registered)
  * holds addr, or NULL. */
 struct snap *bounce_find(uintptr_t addr, bool registered);
+/* Without the lock: false when no snapshot's tracked pages can meet
+ * [lo, hi) (the span of them all does not), so that a program's free of
+ * memory far from any snapshot takes no lock and blocks no signal. The
+ * program orders its free after the D2H into that memory returned, and
+ * with it after the snapshot's link. */
+bool bounce_may_overlap(uintptr_t lo, uintptr_t hi);
 /* A snapshot whose tracked pages meet [lo, hi), or NULL. */
 struct snap *bounce_find_overlap(uintptr_t lo, uintptr_t hi);
 void bounce_link(struct snap *s);      /* at the head (most recent) */
