@@ -22,6 +22,8 @@
  * per 4 KiB page: 262,144 for 1 GiB. */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,8 +174,22 @@ static int touch(unsigned char *h, size_t n, enum way way, unsigned seed, const 
     return v;
 }
 
+/* The program's signal mask, as the shim must leave it: its locked
+ * sections block signals only while they run (table.h). */
+static void expect_mask(const sigset_t *want, const char *what)
+{
+    sigset_t now;
+    pthread_sigmask(SIG_SETMASK, NULL, &now);
+    for (int sig = 1; sig < NSIG; sig++)
+        PL_EXPECT(sigismember(&now, sig) == sigismember(want, sig),
+                  "%s: signal %d is %s after the copies", what, sig,
+                  sigismember(&now, sig) ? "blocked" : "unblocked");
+}
+
 static void one_case(unsigned char *h, size_t n, enum kind kind, enum way way, unsigned seed)
 {
+    sigset_t mask;
+    pthread_sigmask(SIG_SETMASK, NULL, &mask);
     char what[96];
     snprintf(what, sizeof what, "%s, %s", kind_names[kind], way_names[way]);
     pl_use(bt_env.ctx[0]);
@@ -186,6 +202,7 @@ static void one_case(unsigned char *h, size_t n, enum kind kind, enum way way, u
     double t1 = now_ms();
     long mine = my_switches() - s0, handler = handler_switches() - h0;
     PL_OK(cuMemcpyHtoD_v2(dst1, h, n));
+    expect_mask(&mask, what);
     uint64_t hs = 0, ds = 0;
     check(h, n, seed, rewrite, what, &hs);
     standin_flush_all();
@@ -229,6 +246,11 @@ static void free_host(enum kind kind, unsigned char *h, size_t n)
 int main(int argc, char **argv)
 {
     bt_init(argc, argv);
+    /* A mask of the program's own, for the shim to keep. */
+    sigset_t own;
+    sigemptyset(&own);
+    sigaddset(&own, SIGUSR2);
+    pthread_sigmask(SIG_BLOCK, &own, NULL);
     size_t mib = argc > 2 ? strtoul(argv[2], NULL, 10) : 1024;
     size_t big = mib << 20, pages = big / PG;
     src0 = pl_alloc(bt_env.ctx[0], big);
