@@ -3,9 +3,11 @@
  *
  * "bounce_waste shim|noshim MIB": host buffers of about MIB MiB (1024 in
  * the plain build), three kinds (malloc and an anonymous mmap, both lazy;
- * cuMemHostAlloc, eager), three ways of wasting the snapshot between the
- * D2H and the H2D: a full rewrite in order (memset), a full rewrite in
- * random page order, a full read. Each case has evidence first (one
+ * cuMemHostAlloc, eager), six ways of touching the snapshot's buffer
+ * between the D2H and the H2D: a full rewrite in order (memset), in random
+ * page order, a full read, a rewrite by the kernel (read(2) from
+ * /dev/zero), a rewrite by another thread, a full read by a forked child.
+ * Each case has evidence first (one
  * staging round of its own key: a size of its own), so its D2H is
  * predicted and takes a snapshot; the touch then wastes it.
  *
@@ -22,6 +24,7 @@
  * per 4 KiB page: 262,144 for 1 GiB. */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -29,6 +32,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -45,10 +49,12 @@
 #define FILL_PIECE ((size_t)4 << 20)
 
 enum kind { K_MALLOC, K_MMAP, K_PINNED, KINDS };
-enum way { W_REWRITE, W_RANDOM, W_READ, WAYS };
+enum way { W_REWRITE, W_RANDOM, W_READ, W_SYSCALL, W_THREAD, W_FORK, WAYS };
 static const char *const kind_names[KINDS] = {"malloc", "mmap", "pinned"};
-static const char *const way_names[WAYS] = {"rewrite in order", "rewrite in random page order",
-                                            "full read"};
+static const char *const way_names[WAYS] = {
+    "rewrite in order", "rewrite in random page order", "full read",
+    "rewrite by read(2) from /dev/zero", "rewrite in random page order by another thread",
+    "full read by a forked child"};
 
 static CUdeviceptr src0, dst1;
 static size_t *order; /* a random order of the largest buffer's pages */
@@ -151,6 +157,67 @@ static double now_ms(void)
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
+/* Every page of h[0..n) set to v, in the random order. */
+static void rewrite_random(unsigned char *h, size_t n, int v)
+{
+    size_t pages = (n + PG - 1) / PG;
+    for (size_t i = 0, done = 0; done < pages; i++) {
+        if (order[i] >= pages)
+            continue; /* the order is the largest buffer's */
+        size_t at = order[i] * PG;
+        memset(h + at, v, n - at < PG ? n - at : PG);
+        done++;
+    }
+}
+
+struct rewrite_job {
+    unsigned char *h;
+    size_t n;
+    int v;
+};
+
+static long thread_waits; /* the other thread's waits during its rewrite */
+
+static void *rewrite_thread(void *arg)
+{
+    struct rewrite_job *j = arg;
+    long s0 = my_switches();
+    rewrite_random(j->h, j->n, j->v);
+    thread_waits = my_switches() - s0;
+    return NULL;
+}
+
+/* The kernel writes every byte: read(2) from /dev/zero. */
+static void rewrite_by_syscall(unsigned char *h, size_t n)
+{
+    int fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
+    PL_EXPECT(fd >= 0, "open /dev/zero");
+    for (size_t at = 0; fd >= 0 && at < n;) {
+        ssize_t r = read(fd, h + at, n - at < ((size_t)64 << 20) ? n - at : (size_t)64 << 20);
+        PL_EXPECT(r > 0, "read(2) into the buffer returned %zd", r);
+        if (r <= 0)
+            break;
+        at += (size_t)r;
+    }
+    if (fd >= 0)
+        close(fd);
+}
+
+/* A forked child reads every byte (exits 0 when each is right). */
+static void read_in_child(unsigned char *h, size_t n, unsigned seed, const char *what)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        uint64_t sum;
+        _exit(check(h, n, seed, -1, what, &sum) ? 0 : 1);
+    }
+    int status = -1;
+    waitpid(pid, &status, 0);
+    PL_EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+              "%s: the child saw other bytes (status %d)", what, status);
+}
+
 /* The touch that wastes the snapshot; -1 (a read) or the byte written. */
 static int touch(unsigned char *h, size_t n, enum way way, unsigned seed, const char *what)
 {
@@ -159,14 +226,18 @@ static int touch(unsigned char *h, size_t n, enum way way, unsigned seed, const 
     if (way == W_REWRITE) {
         memset(h, v, n);
     } else if (way == W_RANDOM) {
-        size_t pages = (n + PG - 1) / PG;
-        for (size_t i = 0, done = 0; done < pages; i++) {
-            if (order[i] >= pages)
-                continue; /* the order is the largest buffer's */
-            size_t at = order[i] * PG;
-            memset(h + at, v, n - at < PG ? n - at : PG);
-            done++;
-        }
+        rewrite_random(h, n, v);
+    } else if (way == W_SYSCALL) {
+        rewrite_by_syscall(h, n);
+        v = 0;
+    } else if (way == W_THREAD) {
+        struct rewrite_job j = {h, n, v};
+        pthread_t t;
+        PL_EXPECT(pthread_create(&t, NULL, rewrite_thread, &j) == 0, "pthread_create");
+        pthread_join(t, NULL);
+    } else if (way == W_FORK) {
+        read_in_child(h, n, seed, what);
+        v = -1;
     } else {
         check(h, n, seed, -1, what, &sum);
         v = -1;
@@ -201,6 +272,8 @@ static void one_case(unsigned char *h, size_t n, enum kind kind, enum way way, u
     int rewrite = touch(h, n, way, seed, what);
     double t1 = now_ms();
     long mine = my_switches() - s0, handler = handler_switches() - h0;
+    if (way == W_THREAD)
+        mine = thread_waits; /* the writer's own, counted by it */
     PL_OK(cuMemcpyHtoD_v2(dst1, h, n));
     expect_mask(&mask, what);
     uint64_t hs = 0, ds = 0;
