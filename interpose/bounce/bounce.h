@@ -20,11 +20,15 @@
  *     bytes. The fully covered pages are dropped and registered with
  *     userfaultfd (MISSING|WP); the partial head and tail pages are copied
  *     from the snapshot. A CPU touch (or a system call's) fills pages from
- *     the snapshot in chunks, with read-ahead, write-protected; a write
- *     marks a page dirty.
+ *     the snapshot, write-protected, in units that double with each fault
+ *     of the snapshot; a write marks a page dirty.
  *   eager (pinned or registered memory, where DMA ignores page tables):
  *     the D2H writes the host from the snapshot as usual; the range is
  *     write-protected so that CPU writes mark pages dirty.
+ * Either way a snapshot takes at most BOUNCE_FAULT_BUDGET CPU touches
+ * (bounce_int.h); past them it is given up at a cost that does not grow
+ * with its size (every page unprotected in one call, the rest filled, the
+ * host's): docs/BOUNCE.md.
  * The host-to-device copy (H2D) from a range holding clean snapshot pages
  * copies those parts from the snapshot, on the program's stream, in the
  * same legacy/per-thread flavour; dirty parts and bytes no snapshot holds
@@ -44,7 +48,8 @@
  * allocation of the program's frees what the shim holds on that device).
  *
  * Thread-safe. One mutex guards the table; it is never held across a
- * driver call. */
+ * driver call, and program threads hold it only with asynchronous signals
+ * blocked (table.h: the userfaultfd handler takes it too). */
 #ifndef P2PSHIM_BOUNCE_H
 #define P2PSHIM_BOUNCE_H
 
@@ -119,12 +124,15 @@ struct bounce_stats {
     uint64_t upgraded_bytes;       /* bytes an H2D took from a snapshot */
     uint64_t lazy_bytes;           /* bytes a D2H left on the device */
     uint64_t materialised_bytes;   /* of those, filled into host memory later */
-    uint64_t faults;               /* page faults served */
+    uint64_t faults;               /* page faults served (missing pages, protected writes) */
     uint64_t evicted, fallbacks;   /* snapshots evicted; D2H left to the original */
     uint64_t candidates;           /* D2H copies the predictor was asked about */
     uint64_t predicted, skipped;   /* of those: predicted; left alone while backing off */
     uint64_t useful, wasted;       /* snapshot outcomes told to the predictor */
     uint64_t seen_plain;           /* H2D copies matching a D2H that went the normal way */
+    uint64_t handler_ns;           /* time the fault handler spent on faults */
+    uint64_t abandoned;            /* snapshots given up past their fault budget */
+    uint64_t faults_max;           /* the most CPU touches one snapshot took */
 };
 /* The counters; their exit summary line ("summary bounce candidates=N
  * ...") is registered with stats.h by the module itself. */

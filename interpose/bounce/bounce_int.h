@@ -10,7 +10,7 @@
  *   watch.c                                 the predictor behind its lock
  *   table.c                                 the snapshots, ending, faults
  *   life.c                                  lifetimes, eviction, fork, exit
- *   libc.c, copy.c, h2d.c                   free/realloc, the D2H, the H2D
+  *   libc.c, d2h.c, h2d.c                    free/realloc, the D2H, the H2D
  */
 #ifndef P2PSHIM_BOUNCE_INT_H
 #define P2PSHIM_BOUNCE_INT_H
@@ -55,6 +55,17 @@ enum {
 
 #define USES_MAX 8
 
+/* The fault budget of one snapshot: the CPU touches (write-protect faults
+ * and missing-page faults together, and the fills the driver's own reads
+ * ask for) it may take before it is given up at a cost that does not grow
+ * with its size (docs/BOUNCE.md). Each fault is a round trip to the
+ * handler thread, 10-20 us; 16 of them cost at most about 0.3 ms, 1/400 of
+ * a full rewrite of a 1 GiB buffer (117 ms on an H200 host), while a
+ * snapshot the CPU only patches (a word, a header, a few pages) keeps
+ * serving its H2D. */
+#define BOUNCE_FAULT_BUDGET 16
+
+
 /* A device buffer holding a snapshot; the events of the work reading it
  * that a reuse must wait for (or a free synchronise with). */
 struct dbuf {
@@ -75,6 +86,7 @@ struct snap {
     bool dma;                   /* pinned/registered host memory: the GPU writes it by DMA */
     struct predict_pair keys;   /* its D2H's predictor keys */
     bool judged;                /* its outcome was told to the predictor */
+    bool useful;                /* ... and that outcome */
     bool neutral;               /* ended by the shim (eviction, context gone): no outcome */
     uint64_t gen;               /* eager: bounce_work_gen before its D2H was issued */
     size_t filled;              /* lazy: pages materialised from the snapshot */
@@ -88,8 +100,11 @@ struct snap {
     CUevent done;               /* eager: recorded after the snapshot and the D2H */
     uintptr_t reg_lo, reg_hi;   /* registered: the pages [host, host+bytes) covers whole */
     uint8_t *page;              /* state of each page of [reg_lo, reg_hi) */
-    uintptr_t next_fault;       /* read-ahead: where a sequential reader goes */
-    size_t ahead;               /* read-ahead: chunks filled on the next fault */
+    size_t fill_unit;           /* lazy: bytes of missing pages the next fault fills (doubles) */
+    unsigned faults;            /* CPU touches: faults and fills asked for (the budget's count) */
+    size_t filled_after;        /* lazy: of filled, the pages materialised after h2d_seen */
+    bool abandoned;             /* past the fault budget: being given up (no more protection) */
+    bool given_up;              /* ... and given up: every page the host's, to be ended */
     int busy;                   /* threads working outside the lock */
     size_t map_size;            /* the record's own mapping (page array after it) */
 };

@@ -147,10 +147,10 @@ static struct snap *new_snap(uintptr_t host, size_t bytes, CUdeviceptr src, bool
 /* A snapshot whose setup failed: forgotten, its pages left ordinary. */
 static void discard(struct snap *s, bool registered)
 {
-    pthread_mutex_lock(&bounce_mu);
+    bounce_lock();
     bounce_unlink(s);
     pthread_cond_broadcast(&bounce_cv);
-    pthread_mutex_unlock(&bounce_mu);
+    bounce_unlock();
     if (registered)
         uffd_unregister(s->reg_lo, s->reg_hi - s->reg_lo);
     bgpu_buffer_put(&s->buf);
@@ -159,12 +159,12 @@ static void discard(struct snap *s, bool registered)
 
 static void publish(struct snap *s)
 {
-    pthread_mutex_lock(&bounce_mu);
+    bounce_lock();
     if (s->lazy)
         memset(s->page, PG_MISSING, (s->reg_hi - s->reg_lo) / bounce_page);
     s->ready = true;
     pthread_cond_broadcast(&bounce_cv);
-    pthread_mutex_unlock(&bounce_mu);
+    bounce_unlock();
     /* Threads that touched the range during setup fault again now. */
     uffd_wake(s->reg_lo, s->reg_hi - s->reg_lo);
 }
@@ -186,9 +186,9 @@ static bool lazy_d2h(const struct copy_call *call, bool sync, uintptr_t h, CUdev
         bounce_snap_free(s);
         return false;
     }
-    pthread_mutex_lock(&bounce_mu);
+    bounce_lock();
     bounce_link(s);
-    pthread_mutex_unlock(&bounce_mu);
+    bounce_unlock();
     /* Registered before the pages are dropped, so no thread can fault a
      * zero page in between; the REMOVE event this raises is ours. A
      * locked or special mapping refuses MADV_DONTNEED: then the original
@@ -257,9 +257,9 @@ static struct snap *eager_snap_new(uintptr_t h, CUdeviceptr dev, size_t n, int s
         bounce_snap_free(s);
         return NULL;
     }
-    pthread_mutex_lock(&bounce_mu);
+    bounce_lock();
     bounce_link(s);
-    pthread_mutex_unlock(&bounce_mu);
+    bounce_unlock();
     if (!handed && !uffd_register(rlo, rlen, false)) {
         LOG_DEBUG("bounce: host memory at %#lx refuses write-protection: no eager snapshot",
                   (unsigned long)h);

@@ -172,7 +172,7 @@ static bool plan(uintptr_t h, size_t n, struct piece *pc, int *np, int dst_dev)
  * of the bytes first or rewritten most of what the H2D read). */
 static void unpin(struct piece *pc, int np, bool served, bool mostly_host)
 {
-    pthread_mutex_lock(&bounce_mu);
+    bounce_lock();
     for (int i = 0; i < np; i++) {
         struct snap *s = pc[i].s;
         if (s == NULL)
@@ -181,17 +181,14 @@ static void unpin(struct piece *pc, int np, bool served, bool mostly_host)
             bounce_judge(s, !s->read_first && !mostly_host);
         /* Read first, yet its bytes went to the GPU from the snapshot: the
          * CPU reads this buffer between the copies without writing it. */
-        if (served && s->lazy && s->read_first && !mostly_host && !s->neutral &&
-            !s->readers_told && config_get()->bounce != P2PSHIM_BOUNCE_LAZY) {
-            s->readers_told = true;
-            evidence_readers(&s->keys);
-        }
+        if (served && s->lazy && s->read_first && !mostly_host)
+            bounce_tell_readers(s);
         s->busy--;
         if (served && !s->ending)
             bounce_touch(s);
     }
     pthread_cond_broadcast(&bounce_cv);
-    pthread_mutex_unlock(&bounce_mu);
+    bounce_unlock();
 }
 
 /* Issues the pieces of an H2D of host h to dst in order, on the program's
@@ -245,10 +242,10 @@ P2PSHIM_HOT static bool serve(const struct copy_call *call, bool sync, CUdevicep
     struct piece pc[PIECES_MAX];
     int np = 0;
     bool seen = false;
-    pthread_mutex_lock(&bounce_mu);
+    bounce_lock();
     for (struct snap *s = bounce_head; s && !seen; s = s->next)
         seen = s->host < h + bytes && h < s->host + s->bytes;
-    pthread_mutex_unlock(&bounce_mu);
+    bounce_unlock();
     if (!seen)
         return false;
     double t0 = bounce_now_us();
@@ -262,7 +259,7 @@ P2PSHIM_HOT static bool serve(const struct copy_call *call, bool sync, CUdevicep
     uffd_barrier();
     bounce_reap();
     atomic_fetch_add(&bst_seen, 1);
-    pthread_mutex_lock(&bounce_mu);
+    bounce_lock();
     bool ok = plan(h, bytes, pc, &np, d.device);
     for (int i = 0; ok && i < np; i++) {
         struct snap *s = pc[i].s;
@@ -271,7 +268,7 @@ P2PSHIM_HOT static bool serve(const struct copy_call *call, bool sync, CUdevicep
             s->read_first = s->filled * 2 > (s->reg_hi - s->reg_lo) >> bounce_page_shift;
         }
     }
-    pthread_mutex_unlock(&bounce_mu);
+    bounce_unlock();
     if (ok)
         note_links(call, pc, np, &d, bytes);
     if (!ok) {

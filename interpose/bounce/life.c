@@ -45,9 +45,11 @@ bool bounce_active(void)
  * waits for a handler that may be waiting for the driver. */
 static bool overlaps(uintptr_t lo, uintptr_t hi)
 {
-    pthread_mutex_lock(&bounce_mu);
+    if (!bounce_may_overlap(lo, hi))
+        return false; /* lock-free: no snapshot near */
+    bounce_lock();
     bool yes = bounce_find_overlap(lo, hi) != NULL;
-    pthread_mutex_unlock(&bounce_mu);
+    bounce_unlock();
     return yes;
 }
 
@@ -63,18 +65,18 @@ P2PSHIM_HOT void bounce_host_access(const void *host, size_t bytes, bool write)
         bounce_end_overlapping(lo, hi, false, false);
         return;
     }
-    pthread_mutex_lock(&bounce_mu);
+    bounce_lock();
     for (struct snap *s = bounce_head; s; s = s->next) {
         if (!s->lazy || s->ending || !s->ready || s->reg_lo >= hi || lo >= s->reg_hi)
             continue;
         s->busy++;
-        pthread_mutex_unlock(&bounce_mu);
+        bounce_unlock();
         bounce_fill(s, lo & ~(uintptr_t)(bounce_page - 1), hi, 0, 0);
-        pthread_mutex_lock(&bounce_mu);
+        bounce_lock();
         s->busy--;
         pthread_cond_broadcast(&bounce_cv);
     }
-    pthread_mutex_unlock(&bounce_mu);
+    bounce_unlock();
 }
 
 void bounce_host_keep(const void *host, size_t bytes)
@@ -94,11 +96,11 @@ void bounce_host_release(const void *host, size_t bytes)
         /* free(): the block's size from the allocator that made it (the
          * wrapper serves the program's own free, so this is its twin). */
         bytes = malloc_usable_size((void *)host);
-        if (bytes == 0)
+        if (bytes == 0 || !bounce_may_overlap(lo, lo + bytes))
             return;
-        pthread_mutex_lock(&bounce_mu);
+        bounce_lock();
         bool ours = bounce_find_overlap(lo, lo + bytes) != NULL;
-        pthread_mutex_unlock(&bounce_mu);
+        bounce_unlock();
         if (!ours)
             return;
     }
@@ -107,7 +109,7 @@ void bounce_host_release(const void *host, size_t bytes)
 
 static void end_matching(CUcontext ctx, int dev, bool fill)
 {
-    pthread_mutex_lock(&bounce_mu);
+    bounce_lock();
     for (;;) {
         struct snap *s = bounce_head;
         for (; s; s = s->next)
@@ -118,11 +120,11 @@ static void end_matching(CUcontext ctx, int dev, bool fill)
             break;
         s->busy++;
         s->neutral = true; /* the context's end or memory pressure, not a misprediction */
-        pthread_mutex_unlock(&bounce_mu);
+        bounce_unlock();
         bounce_end(s, fill, 0, 0);
-        pthread_mutex_lock(&bounce_mu);
+        bounce_lock();
     }
-    pthread_mutex_unlock(&bounce_mu);
+    bounce_unlock();
 }
 
 void bounce_ctx_gone(CUcontext ctx, int dev)
@@ -149,7 +151,7 @@ bool bounce_release_device(int dev)
 
 bool bounce_evict_one(int dev)
 {
-    pthread_mutex_lock(&bounce_mu);
+    bounce_lock();
     struct snap *victim = NULL;
     for (struct snap *s = bounce_head; s; s = s->next)
         if (s->buf.dev == dev && s->ready && !s->ending)
@@ -158,7 +160,7 @@ bool bounce_evict_one(int dev)
         victim->busy++;
         victim->neutral = true; /* the budget's choice, not the program's */
     }
-    pthread_mutex_unlock(&bounce_mu);
+    bounce_unlock();
     if (victim == NULL)
         return false;
     bounce_end(victim, true, 0, 0);
@@ -172,25 +174,25 @@ void bounce_fork_prepare(void)
 {
     if (any_snapshot()) {
         uffd_barrier();
-        pthread_mutex_lock(&bounce_mu);
+        bounce_lock();
         for (struct snap *s = bounce_head; s; s = s->next) {
             if (!s->lazy || s->ending || !s->ready)
                 continue;
             s->busy++;
-            pthread_mutex_unlock(&bounce_mu);
+            bounce_unlock();
             bounce_fill(s, s->reg_lo, s->reg_hi, 0, 0);
-            pthread_mutex_lock(&bounce_mu);
+            bounce_lock();
             s->busy--;
             pthread_cond_broadcast(&bounce_cv);
         }
-        pthread_mutex_unlock(&bounce_mu);
+        bounce_unlock();
     }
-    pthread_mutex_lock(&bounce_mu);
+    bounce_lock();
 }
 
 void bounce_fork_parent(void)
 {
-    pthread_mutex_unlock(&bounce_mu);
+    bounce_unlock();
 }
 
 /* The child: no handler thread, no registrations, a device context it may
@@ -204,7 +206,7 @@ void bounce_fork_child(void)
         bounce_snap_free(s);
     }
     uffd_after_fork_child();
-    pthread_mutex_unlock(&bounce_mu);
+    bounce_unlock();
 }
 
 /* At exit, before the runtime tears the contexts down (atexit runs in

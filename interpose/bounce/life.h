@@ -9,7 +9,7 @@
  * first). false when dev holds none. */
 bool bounce_evict_one(int dev);
 /* life.c: the bounce row of the lifecycle table (shim.h), registered by
- * copy.c at the first predicted bounce. */
+ * d2h.c at the first predicted bounce. */
 void bounce_fork_prepare(void);
 void bounce_fork_parent(void);
 void bounce_fork_child(void);

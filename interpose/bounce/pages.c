@@ -68,6 +68,13 @@ void bounce_index_range(const struct snap *s, uintptr_t lo, uintptr_t hi, bool w
     *i1 = bounce_index(s, b);
 }
 
+uint64_t bounce_clock_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
 double bounce_now_us(void)
 {
     if (p2pshim_log_threshold < P2PSHIM_LOG_DEBUG)

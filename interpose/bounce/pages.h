@@ -16,6 +16,8 @@ size_t bounce_scan(const uint8_t *st, size_t i, size_t n, unsigned stop);
 /* Microseconds of CLOCK_MONOTONIC at P2PSHIM_LOG=debug (the phase timings
  * of each bounce), else 0. */
 double bounce_now_us(void);
+/* Nanoseconds of CLOCK_MONOTONIC, always (the handler's time counter). */
+uint64_t bounce_clock_ns(void);
 
 uint8_t *bounce_page_state(struct snap *s, uintptr_t addr);
 /* Page indices of s for the tracked pages in [lo, hi) (clamped; partial

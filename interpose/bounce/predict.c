@@ -103,6 +103,7 @@ static struct predict_entry *find_or_add(struct predict_table *t, const struct p
         set_state(t, e, false, 0, 0);
         e->eager = false;
         e->eager_run = e->eager_left = 0;
+        e->history = 0;
         if (e->key.kind == PK_HOST)
             filter_add(t, e->key.addr, -1);
         e->key = *k;
@@ -199,6 +200,7 @@ void predict_forget(struct predict_table *t, uintptr_t host)
             set_state(t, e, false, 0, 0);
             e->eager = false;
             e->eager_run = e->eager_left = 0;
+            e->history = 0;
             e->key.kind = 0;
             filter_add(t, host, -1);
         }
@@ -265,6 +267,8 @@ unsigned predict_outcome(struct predict_table *t, const struct predict_pair *p, 
         struct predict_entry *e = find_or_add(t, k[i]);
         if (e == NULL)
             continue;
+        bool recent_waste = (e->history & ((1u << PREDICT_HISTORY) - 1)) != 0;
+        e->history = (uint8_t)(e->history << 1 | (useful ? 0u : 1u));
         if (useful && e->eager) {
             set_state(t, e, true, e->backoff, 0); /* eager and useful: stays eager */
             continue;
@@ -272,7 +276,9 @@ unsigned predict_outcome(struct predict_table *t, const struct predict_pair *p, 
         e->eager = false;
         if (useful) {
             e->eager_run = 0; /* a lazy snapshot served: the reads stopped */
-            set_state(t, e, true, 0, 0);
+            /* A wasted outcome not long ago: the backoff stays, so that a
+             * key alternating served and spoilt rounds doubles it. */
+            set_state(t, e, true, recent_waste ? e->backoff : 0, 0);
             continue;
         }
         unsigned b = e->backoff ? 2u * e->backoff : 1u;

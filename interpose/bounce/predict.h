@@ -11,14 +11,19 @@
  *
  * A D2H is predicted when the most specific key the table knows has
  * evidence and is not backing off: the host range when known (this very
- * buffer), else the device source (a fresh buffer from the same tensor). The snapshot's outcome feeds back: useful (it served an H2D
- * the CPU had not read or rewritten first) keeps the evidence and resets
- * the backoff; wasted (the CPU materialised or rewrote most of it, or it
- * ended without serving an H2D) takes the evidence away and makes the
- * keys skip the next 1, 2, 4, ... PREDICT_BACKOFF_MAX D2Hs; only a seen
- * bounce after the skips re-arms them. So a wrong prediction costs one
- * snapshot per 2^k D2Hs of that key, and at worst one in
- * PREDICT_BACKOFF_MAX + 1 once the backoff is spent.
+ * buffer), else the device source (a fresh buffer from the same tensor).
+ * The snapshot's outcome feeds back: useful (it served an H2D the CPU had
+ * not read or rewritten first) keeps the evidence; wasted (the CPU
+ * materialised or rewrote most of it, or it ended without serving an H2D)
+ * takes the evidence away and makes the keys skip the next 1, 2, 4, ...
+ * PREDICT_BACKOFF_MAX D2Hs; only a seen bounce after the skips re-arms
+ * them. A useful outcome resets the backoff only when none of the key's
+ * last PREDICT_HISTORY outcomes was wasted: a key whose outcomes alternate
+ * (a staging loop whose every other round is rewritten) keeps doubling
+ * its backoff instead of renewing it. So wasted snapshots of a key are
+ * either at most one per PREDICT_HISTORY + 1 useful ones, or one per 2^k
+ * D2Hs, at worst one in PREDICT_BACKOFF_MAX + 1 once the backoff is
+ * spent (docs/BOUNCE.md, "Worst case").
  *
  * Keys live in a table of PREDICT_KEYS, least recently used replaced. */
 #ifndef P2PSHIM_BOUNCE_PREDICT_H
@@ -32,6 +37,9 @@
 #define PREDICT_KEYS 64
 #define PREDICT_D2H 64
 #define PREDICT_BACKOFF_MAX 256
+/* Outcomes a key remembers: a wasted one among its last PREDICT_HISTORY
+ * keeps the backoff through a useful one. */
+#define PREDICT_HISTORY 4
 /* Buckets of the host-start filter (a power of two). */
 #define PREDICT_FILTER 512
 
@@ -56,6 +64,7 @@ struct predict_entry {
     uint16_t skip;           /* D2Hs still to be skipped */
     uint16_t eager_run;      /* eager D2Hs before the next lazy try (doubles) */
     uint16_t eager_left;     /* of those, still to come */
+    uint8_t history;         /* the last outcomes, newest in bit 0: 1 wasted, 0 useful */
     uint64_t stamp;          /* last use, for LRU */
 };
 
@@ -130,16 +139,20 @@ bool predict_h2d_inside(const struct predict_table *t, uintptr_t host, size_t by
 /* A snapshot's outcome (useful or wasted) for its D2H's keys. Returns the
  * new backoff length (0 when useful). An eager host key's eager snapshot
  * that was useful stays eager; a lazy try that was useful ends the eager
- * mode; a wasted one of either kind ends it and backs off. */
+ * mode; a wasted one of either kind ends it and backs off. A useful one
+ * keeps the backoff (the next wasted one doubles it) while a wasted one
+ * is among the key's last PREDICT_HISTORY outcomes. */
 unsigned predict_outcome(struct predict_table *t, const struct predict_pair *p, bool useful);
 
-/* Readers between: a lazy snapshot the CPU materialised (read) before its
- * H2D, which still took most of its bytes from it (the CPU did not write
- * them). After its wasted outcome, the host key gets its evidence back in
- * eager mode: its next D2Hs run as without the shim and keep a device
- * copy of the bytes too (the CPU reads cost nothing, the H2D is served
- * from the copy); after eager_run of them (4, then doubling up to
- * PREDICT_BACKOFF_MAX) one lazy try tells whether the reads stopped. */
+/* Readers besides: a lazy snapshot the CPU materialised (read) before
+ * its H2D, which still took most of its bytes from it (the CPU did not
+ * write them; after its wasted outcome), or one that served its H2D and
+ * was then materialised anyway (a checksum, write(2), a save; after its
+ * useful outcome). The host key gets its evidence in eager mode: its next
+ * D2Hs run as without the shim and keep a device copy of the bytes too
+ * (the CPU's touches cost no fill, the H2D is served from the copy);
+ * after eager_run of them (4, then doubling up to PREDICT_BACKOFF_MAX)
+ * one lazy try tells whether the reads stopped. */
 void predict_readers(struct predict_table *t, const struct predict_pair *p);
 
 /* The state of a key (tests): NULL when not in the table. */

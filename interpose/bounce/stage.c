@@ -4,12 +4,13 @@
  * into place with UFFDIO_COPY, double-buffered. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <sys/mman.h>
 
 #include "driver.h"
 #include "events.h"
 #include "gpu.h"
 #include "hooks.h"
-#include "shim_alloc.h"
+#include "lock.h"
 #include "stage.h"
 #include "uffd.h"
 
@@ -55,7 +56,11 @@ static CUstream stage_ready(struct stage *st, CUcontext ctx)
         bgpu_pop();
     }
     if (st->mem == NULL) {
-        st->mem = shim_alloc(2 * STAGE_BYTES); /* pageable: slower, still right */
+        /* Pageable: slower, still right. A mapping of its own, not
+         * shim_alloc, whose lock the handler thread must not wait for. */
+        void *p = mmap(NULL, 2 * STAGE_BYTES, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        st->mem = p == MAP_FAILED ? NULL : p;
         st->pinned = false;
     }
     if (st->mem == NULL)
@@ -90,6 +95,9 @@ static bool goes_with(CUcontext c, int d, CUcontext ctx, int dev)
 static void stage_ctx_gone(struct stage *st, CUcontext ctx, int dev)
 {
     PFN_cuStreamDestroy_v4000 stream_destroy = driver_api()->stream_destroy;
+    /* The handler's stage: taken with signals blocked (table.h's contract). */
+    sigset_t old;
+    bounce_block_signals(&old);
     pthread_mutex_lock(&st->mu);
     if (st->mem != NULL && st->pinned && goes_with(st->mem_ctx, st->mem_dev, ctx, dev)) {
         const struct driver_api *d = driver_api();
@@ -124,6 +132,7 @@ static void stage_ctx_gone(struct stage *st, CUcontext ctx, int dev)
     for (; w < STAGE_CTX; w++)
         st->ctx[w] = NULL;
     pthread_mutex_unlock(&st->mu);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 CUevent bgpu_snapshot_aside(const struct copy_call *call, struct dbuf *b, CUdeviceptr src,
@@ -173,8 +182,9 @@ void bgpu_ctx_gone(CUcontext ctx, int dev)
 }
 
 static int fill_with(struct stage *st, const struct dbuf *b, size_t off, uintptr_t addr,
-                     size_t len)
+                     size_t len, bool wp)
 {
+    bool (*place)(uintptr_t, const void *, size_t) = wp ? uffd_copy : uffd_copy_writable;
     const struct driver_api *d = driver_api();
     pfn_cuMemcpyDtoHAsync_v2 dtoh =
         (pfn_cuMemcpyDtoHAsync_v2)hook_real(HOOK_cuMemcpyDtoHAsync_v2);
@@ -195,7 +205,7 @@ static int fill_with(struct stage *st, const struct dbuf *b, size_t off, uintptr
         if (next > 0)
             ok = dtoh(st->mem + (size_t)(1 - half) * STAGE_BYTES, b->ptr + off + next_off,
                       next, stream) == CUDA_SUCCESS;
-        if (ok && !uffd_copy(addr + done, cur, piece)) {
+        if (ok && !place(addr + done, cur, piece)) {
             ok = false;
             retry = errno == EAGAIN;
         }
@@ -211,11 +221,11 @@ static int fill_with(struct stage *st, const struct dbuf *b, size_t off, uintptr
     return ok ? 1 : retry ? -1 : 0;
 }
 
-int bgpu_fill(const struct dbuf *b, size_t off, uintptr_t addr, size_t len)
+int bgpu_fill(const struct dbuf *b, size_t off, uintptr_t addr, size_t len, bool wp)
 {
     struct stage *st = uffd_in_handler() ? &handler_stage : &caller_stage;
     pthread_mutex_lock(&st->mu);
-    int r = fill_with(st, b, off, addr, len);
+    int r = fill_with(st, b, off, addr, len, wp);
     pthread_mutex_unlock(&st->mu);
     return r;
 }

@@ -8,9 +8,12 @@
 
 /* Fills [addr, addr+len) (page aligned, pages marked BUSY by the caller)
  * from b at offset off: D2H on a shim stream into staging, then
- * uffd_copy. 1: done; 0: the driver or the kernel failed; -1 (handler
- * only): an event must be read first, some pages may be filled. */
-int bgpu_fill(const struct dbuf *b, size_t off, uintptr_t addr, size_t len);
+ * uffd_copy (wp: write-protected; else writable at once) in pieces of the
+ * staging buffer's size. 1: done; 0: the driver or the kernel failed; -1
+ * (handler only): an event must be read first, some pages may be filled.
+ * The handler thread has a staging buffer of its own; program threads
+ * take it only with signals blocked (table.h's contract). */
+int bgpu_fill(const struct dbuf *b, size_t off, uintptr_t addr, size_t len, bool wp);
 
 /* The snapshot of [src, src+bytes) into b on the shim's own stream in
  * b's context, ordered after the work issued so far on the program's

@@ -1,15 +1,17 @@
-/* The bounce module's table of snapshots, page states, filling, ending
- * and the userfaultfd callbacks (bounce.h). The copies are in
- * d2h.c and h2d.c, the lifetimes (frees, contexts, fork, exit, counters) in
- * life.c, the driver work in gpu.c and stage.c.
+/* The bounce module's table of snapshots, ending them, and the
+ * userfaultfd callbacks (table.h). Filling pages and the fault budget are
+ * fill.c's, the D2H d2h.c's, the H2D h2d.c's, the lifetimes (frees,
+ * contexts, fork, exit) life.c's, the driver work gpu.c's and stage.c's.
  *
  * Locking: bounce_mu guards the list, every snapshot's fields and page
- * states. It is never held across a driver call or an ioctl that could
- * wait for the handler; whoever works on a snapshot outside it pins it
- * (busy). A snapshot being ended is flagged `ending` and stays listed, so
- * that a new D2H over the same pages waits until its registration is gone
- * before registering its own. */
+ * states, taken through bounce_lock (lock.h; table.h's contract: no
+ * signal handler runs on a thread that holds it). It is never held across
+ * a driver call or an ioctl that could wait for the handler; whoever
+ * works on a snapshot outside it pins it (busy). A snapshot being ended
+ * is flagged `ending` and stays listed, so that a new D2H over the same
+ * pages waits until its registration is gone before registering its own. */
 #define _GNU_SOURCE
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -17,8 +19,10 @@
 
 #include "config.h"
 #include "counters.h"
+#include "fill.h"
 #include "gpu.h"
 #include "log.h"
+#include "lock.h"
 #include "pages.h"
 #include "stage.h"
 #include "table.h"
@@ -27,17 +31,16 @@
 
 pthread_mutex_t bounce_mu = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t bounce_cv = PTHREAD_COND_INITIALIZER;
+_Thread_local sigset_t bounce_held_mask;
 struct snap *bounce_head;
 _Atomic size_t bounce_count;
-_Atomic bool bounce_disabled;
 _Atomic uint64_t bounce_work_gen;
-
-#define READ_AHEAD_MAX 8 /* chunks filled by one fault of a sequential reader */
 
 static void on_fault(uintptr_t addr, bool wp, bool write);
 static void on_gone(uintptr_t start, uintptr_t end, bool unmapped);
 static void on_moved(uintptr_t from, uintptr_t to, size_t len);
 static const struct uffd_ops ops = {on_fault, on_gone, on_moved};
+
 
 /* ---- the table ---------------------------------------------------------- */
 
@@ -50,6 +53,27 @@ struct snap *bounce_find(uintptr_t addr, bool registered)
             return s;
     }
     return NULL;
+}
+
+/* The span of every listed snapshot's registered pages (lo > hi: none),
+ * written under the lock at every change, read without it. */
+static _Atomic uintptr_t span_lo = UINTPTR_MAX, span_hi;
+
+static void span_update(void)
+{
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (struct snap *s = bounce_head; s; s = s->next) {
+        lo = s->reg_lo < lo ? s->reg_lo : lo;
+        hi = s->reg_hi > hi ? s->reg_hi : hi;
+    }
+    atomic_store_explicit(&span_lo, lo, memory_order_relaxed);
+    atomic_store_explicit(&span_hi, hi, memory_order_relaxed);
+}
+
+bool bounce_may_overlap(uintptr_t lo, uintptr_t hi)
+{
+    return lo < atomic_load_explicit(&span_hi, memory_order_relaxed) &&
+           atomic_load_explicit(&span_lo, memory_order_relaxed) < hi;
 }
 
 struct snap *bounce_find_overlap(uintptr_t lo, uintptr_t hi)
@@ -68,6 +92,7 @@ void bounce_link(struct snap *s)
         bounce_head->prev = s;
     bounce_head = s;
     atomic_fetch_add(&bounce_count, 1);
+    span_update();
 }
 
 void bounce_unlink(struct snap *s)
@@ -79,6 +104,7 @@ void bounce_unlink(struct snap *s)
     if (s->next)
         s->next->prev = s->prev;
     atomic_fetch_sub(&bounce_count, 1);
+    span_update();
 }
 
 void bounce_touch(struct snap *s)
@@ -89,92 +115,9 @@ void bounce_touch(struct snap *s)
     bounce_link(s);
 }
 
-void bounce_judge(struct snap *s, bool useful)
-{
-    if (s->judged || s->neutral || atomic_load(&bounce_disabled))
-        return;
-    s->judged = true;
-    evidence_outcome(&s->keys, useful);
-}
-
 void bounce_snap_free(struct snap *s)
 {
     munmap(s, s->map_size);
-}
-
-/* ---- filling ------------------------------------------------------------ */
-
-/* Fills the missing pages of s in [lo, hi), except those wholly inside
- * [ex_lo, ex_hi), and waits for pages others are filling there. s pinned,
- * lock not held. */
-void bounce_fill(struct snap *s, uintptr_t lo, uintptr_t hi, uintptr_t ex_lo, uintptr_t ex_hi)
-{
-    size_t i0, i1, x0 = 0, x1 = 0;
-    bounce_index_range(s, lo, hi, false, &i0, &i1);
-    if (ex_hi > ex_lo)
-        bounce_index_range(s, ex_lo, ex_hi, true, &x0, &x1);
-    uint8_t *st = s->page;
-    pthread_mutex_lock(&bounce_mu);
-    size_t i = i0;
-    while (i < i1) {
-        if (i >= x0 && i < x1) {
-            i = x1; /* wholly inside the exclusion */
-            continue;
-        }
-        if (st[i] != PG_MISSING) {
-            i = bounce_scan(st, i, i1, PG_MASK(PG_MISSING));
-            continue;
-        }
-        size_t run = i, stop = i < x0 && x1 > x0 && x0 < i1 ? x0 : i1;
-        while (i < stop && st[i] == PG_MISSING)
-            st[i++] = PG_BUSY;
-        pthread_mutex_unlock(&bounce_mu);
-        uintptr_t a = s->reg_lo + (run << bounce_page_shift);
-        size_t len = (i - run) << bounce_page_shift;
-        int r = bgpu_fill(&s->buf, a - s->host, a, len);
-        if (r == 0) {
-            /* The snapshot cannot be read back: nothing right to give.
-             * Zero pages keep the program from hanging; say it loudly. */
-            LOG_ERROR("bounce: cannot fill %zu bytes at %#lx from device %d; "
-                      "they read as zero", len, (unsigned long)a, s->buf.dev);
-            uffd_zero(a, len);
-            uffd_wake(a, len);
-        }
-        if (r > 0)
-            atomic_fetch_add(&bst_materialised, len);
-        pthread_mutex_lock(&bounce_mu);
-        if (r > 0)
-            s->filled += i - run;
-        /* The CPU (or the kernel, or a fork) wanted most of the bytes
-         * before any GPU did: the snapshot was not worth it. */
-        if (!s->h2d_seen && s->filled * 2 > (s->reg_hi - s->reg_lo) >> bounce_page_shift)
-            bounce_judge(s, false);
-        for (size_t p = run; p < i; p++) {
-            if (r < 0) /* retried later: pages already there are skipped */
-                st[p] = st[p] == PG_BUSY ? PG_MISSING : PG_DIRTY;
-            else
-                st[p] = (r > 0 && st[p] == PG_BUSY) ? PG_CLEAN : PG_DIRTY;
-        }
-        pthread_cond_broadcast(&bounce_cv);
-        if (r < 0) {
-            /* The handler must read an event first: the faulting threads
-             * fault again afterwards. */
-            pthread_mutex_unlock(&bounce_mu);
-            uffd_wake(a, len);
-            return;
-        }
-    }
-    if (uffd_in_handler()) {
-        pthread_mutex_unlock(&bounce_mu);
-        return;
-    }
-    /* Pages another thread is filling: done when it is. */
-    for (i = i0; i < i1;) {
-        i = bounce_scan(st, i, i1, PG_MASK(PG_BUSY) | PG_MASK(PG_BUSY_DIRTY));
-        if (i < i1)
-            pthread_cond_wait(&bounce_cv, &bounce_mu);
-    }
-    pthread_mutex_unlock(&bounce_mu);
 }
 
 /* ---- ending ------------------------------------------------------------- */
@@ -182,17 +125,22 @@ void bounce_fill(struct snap *s, uintptr_t lo, uintptr_t hi, uintptr_t ex_lo, ui
 static void destroy(struct snap *s)
 {
     /* Ended (overwritten, freed, ...) before serving an H2D: wasted. */
-    pthread_mutex_lock(&bounce_mu);
+    bounce_lock();
     bounce_judge(s, false);
-    pthread_mutex_unlock(&bounce_mu);
+    if (s->gone) { /* never reaped: nothing left to reap */
+        s->gone = false;
+        atomic_fetch_sub(&bounce_gone_pending, 1);
+    }
+    bounce_unlock();
+    bst_snapshot_done(s->faults);
     if (!s->keep_reg)
         uffd_unregister(s->reg_lo, s->reg_hi - s->reg_lo);
     bgpu_event_release(s->done);
     bgpu_buffer_put(&s->buf);
-    pthread_mutex_lock(&bounce_mu);
+    bounce_lock();
     bounce_unlink(s);
     pthread_cond_broadcast(&bounce_cv);
-    pthread_mutex_unlock(&bounce_mu);
+    bounce_unlock();
     bounce_snap_free(s);
 }
 
@@ -202,18 +150,18 @@ static void destroy(struct snap *s)
 void bounce_end(struct snap *s, bool fill, uintptr_t ex_lo, uintptr_t ex_hi)
 {
     if (fill && s->lazy)
-        bounce_fill(s, s->reg_lo, s->reg_hi, ex_lo, ex_hi);
-    pthread_mutex_lock(&bounce_mu);
+        bounce_fill_range(s, s->reg_lo, s->reg_hi, ex_lo, ex_hi, false);
+    bounce_lock();
     if (s->ending) { /* someone else ends it */
         s->busy--;
         pthread_cond_broadcast(&bounce_cv);
-        pthread_mutex_unlock(&bounce_mu);
+        bounce_unlock();
         return;
     }
     s->ending = true;
     while (s->busy > 1)
-        pthread_cond_wait(&bounce_cv, &bounce_mu);
-    pthread_mutex_unlock(&bounce_mu);
+        bounce_wait();
+    bounce_unlock();
     destroy(s);
 }
 
@@ -234,7 +182,7 @@ static struct snap *same_pages(uintptr_t host, size_t bytes)
 
 bool bounce_handover(uintptr_t host, size_t bytes, bool lazy, bool dma)
 {
-    pthread_mutex_lock(&bounce_mu);
+    bounce_lock();
     struct snap *s = same_pages(host, bytes);
     bool ok = s && s->lazy == lazy && s->dma == dma && (lazy || dma) && s->ready &&
               !s->ending && !s->gone;
@@ -242,7 +190,7 @@ bool bounce_handover(uintptr_t host, size_t bytes, bool lazy, bool dma)
         s->keep_reg = true;
         s->busy++;
     }
-    size_t n = ok ? (s->reg_hi - s->reg_lo) >> bounce_page_shift : 0;
+    size_t n = ok ? bounce_npages(s) : 0;
     /* Eager: pages written since are protected again (they start clean in
      * the new snapshot; a write racing with this D2H is the program's). */
     for (size_t i = 0; !lazy && i < n;) {
@@ -252,15 +200,37 @@ bool bounce_handover(uintptr_t host, size_t bytes, bool lazy, bool dma)
         size_t run = i;
         i = bounce_scan(s->page, i, n, PG_MASK(PG_CLEAN));
         memset(s->page + run, PG_CLEAN, i - run);
-        pthread_mutex_unlock(&bounce_mu);
+        bounce_unlock();
         uffd_protect(s->reg_lo + (run << bounce_page_shift), (i - run) << bounce_page_shift,
                      true);
-        pthread_mutex_lock(&bounce_mu);
+        bounce_lock();
     }
-    pthread_mutex_unlock(&bounce_mu);
+    bounce_unlock();
     if (ok)
         bounce_end(s, true, host, host + bytes); /* every page about to be rewritten */
     return ok;
+}
+
+/* Only a partial page in common with [plo, phi): that page is the
+ * host's now. Lock held; false when nothing changed. */
+static bool release_shared(struct snap *shared, uintptr_t plo, uintptr_t phi)
+{
+    uintptr_t a = shared->reg_lo > plo ? shared->reg_lo : plo;
+    uintptr_t b = shared->reg_hi < phi ? shared->reg_hi : phi;
+    bool changed = false;
+    size_t i0, i1;
+    bounce_index_range(shared, a, b, false, &i0, &i1);
+    for (size_t i = i0; i < i1; i++) {
+        if (shared->page[i] == PG_CLEAN) {
+            shared->page[i] = PG_DIRTY;
+            changed = true;
+        }
+    }
+    bounce_unlock();
+    if (changed)
+        uffd_protect(a, b - a, false);
+    bounce_lock();
+    return changed;
 }
 
 void bounce_end_overlapping(uintptr_t lo, uintptr_t hi, bool keep, bool setup)
@@ -268,7 +238,7 @@ void bounce_end_overlapping(uintptr_t lo, uintptr_t hi, bool keep, bool setup)
     const size_t pg = bounce_page;
     uintptr_t plo = lo & ~(uintptr_t)(pg - 1);
     uintptr_t phi = (hi + pg - 1) & ~(uintptr_t)(pg - 1);
-    pthread_mutex_lock(&bounce_mu);
+    bounce_lock();
     for (;;) {
         struct snap *s = NULL, *shared = NULL;
         bool wait = false;
@@ -288,69 +258,68 @@ void bounce_end_overlapping(uintptr_t lo, uintptr_t hi, bool keep, bool setup)
                 shared = t;
         }
         if (s == NULL && shared != NULL) {
-            /* Only a partial page in common: that page is the host's now. */
-            uintptr_t a = shared->reg_lo > plo ? shared->reg_lo : plo;
-            uintptr_t b = shared->reg_hi < phi ? shared->reg_hi : phi;
-            bool changed = false;
-            size_t i0, i1;
-            bounce_index_range(shared, a, b, false, &i0, &i1);
-            for (size_t i = i0; i < i1; i++) {
-                if (shared->page[i] == PG_CLEAN) {
-                    shared->page[i] = PG_DIRTY;
-                    changed = true;
-                }
-            }
-            pthread_mutex_unlock(&bounce_mu);
-            if (changed)
-                uffd_protect(a, b - a, false);
-            pthread_mutex_lock(&bounce_mu);
-            if (!changed)
+            if (!release_shared(shared, plo, phi))
                 break; /* nothing else there to do */
             continue;
         }
         if (s == NULL) {
             if (!wait)
                 break;
-            pthread_cond_wait(&bounce_cv, &bounce_mu);
+            bounce_wait();
             continue;
         }
         s->busy++;
-        pthread_mutex_unlock(&bounce_mu);
+        bounce_unlock();
         bounce_end(s, true, keep ? 0 : lo, keep ? 0 : hi);
-        pthread_mutex_lock(&bounce_mu);
+        bounce_lock();
     }
-    pthread_mutex_unlock(&bounce_mu);
+    bounce_unlock();
 }
 
 /* ---- userfaultfd callbacks (the handler thread) ------------------------- */
 
-static void on_fault(uintptr_t addr, bool wp, bool write)
+/* A write to a write-protected page: the page is the host's from now on. */
+static void on_write(uint8_t *st, uintptr_t addr)
 {
-    (void)write;
+    if (st && *st == PG_BUSY)
+        *st = PG_BUSY_DIRTY;
+    else if (st && *st != PG_BUSY_DIRTY)
+        *st = PG_DIRTY;
+    bounce_unlock();
+    if (!uffd_protect(addr, bounce_page, false))
+        uffd_wake(addr, bounce_page); /* an event first: the write faults again */
+}
+
+static void fault_body(uintptr_t addr, bool wp)
+{
     const size_t pg = bounce_page;
-    atomic_fetch_add(&bst_faults, 1);
-    pthread_mutex_lock(&bounce_mu);
+    bounce_lock();
     struct snap *s = bounce_find(addr, true);
     if (s != NULL && !s->ready && !wp) {
-        pthread_mutex_unlock(&bounce_mu);
+        bounce_unlock();
         return; /* its setup wakes the range when done */
     }
     /* A write is let through at once, set up or not: the writer may be
      * the setup itself (a copy the driver makes with the CPU). */
     uint8_t *st = s && !s->ending ? bounce_page_state(s, addr) : NULL;
+    /* A touch of the snapshot's: a write it tracks, or a page only it
+     * holds (not a dropped page, which is the kernel's zero page). */
+    if (st != NULL && (wp || *st == PG_MISSING) && bounce_touched(s)) {
+        s->busy++;
+        if (!bounce_give_up(s, addr))
+            uffd_wake(addr, pg); /* resumed at its next fault */
+        s->busy--;
+        pthread_cond_broadcast(&bounce_cv);
+        bounce_unlock();
+        return;
+    }
     if (wp) {
-        if (st && *st == PG_BUSY)
-            *st = PG_BUSY_DIRTY;
-        else if (st && *st != PG_BUSY_DIRTY)
-            *st = PG_DIRTY;
-        pthread_mutex_unlock(&bounce_mu);
-        if (!uffd_protect(addr, pg, false))
-            uffd_wake(addr, pg); /* an event first: the write faults again */
+        on_write(st, addr);
         return;
     }
     if (st == NULL || *st != PG_MISSING) {
         bool busy = st && (*st == PG_BUSY || *st == PG_BUSY_DIRTY);
-        pthread_mutex_unlock(&bounce_mu);
+        bounce_unlock();
         if (!busy) {
             /* Not ours to fill (a page dropped since, a range grown by
              * mremap): what the kernel would give, a zero page. */
@@ -359,38 +328,29 @@ static void on_fault(uintptr_t addr, bool wp, bool write)
         }
         return; /* busy: the filler's copy wakes it */
     }
-    /* Read-ahead: a reader that keeps going forward gets more each time. */
-    size_t chunk = config_get()->bounce_chunk;
-    if (addr == s->next_fault)
-        s->ahead = s->ahead ? s->ahead * 2 : 1;
-    else
-        s->ahead = 1;
-    if (s->ahead > READ_AHEAD_MAX)
-        s->ahead = READ_AHEAD_MAX;
-    uintptr_t lo = addr - (addr - s->reg_lo) % chunk;
-    uintptr_t hi = lo + chunk * s->ahead;
-    if (hi > s->reg_hi || hi < lo)
-        hi = s->reg_hi;
-    s->next_fault = hi;
     s->busy++;
-    pthread_mutex_unlock(&bounce_mu);
-    bounce_fill(s, lo, hi, 0, 0);
-    pthread_mutex_lock(&bounce_mu);
+    bounce_fill_growing(s, addr);
     s->busy--;
     pthread_cond_broadcast(&bounce_cv);
-    pthread_mutex_unlock(&bounce_mu);
+    bounce_unlock();
+}
+
+static void on_fault(uintptr_t addr, bool wp, bool write)
+{
+    (void)write;
+    uint64_t t0 = bounce_clock_ns();
+    atomic_fetch_add(&bst_faults, 1);
+    fault_body(addr, wp);
+    atomic_fetch_add(&bst_handler_ns, bounce_clock_ns() - t0);
 }
 
 /* The pages in [start, end) hold what the kernel says now (zeros, or no
  * memory): they leave their snapshots. A snapshot left with nothing is
  * marked gone, for a program thread to end (bounce_reap): the handler
  * never waits for the threads working on it. */
-static _Atomic int gone_pending;
-
 static void on_gone(uintptr_t start, uintptr_t end, bool unmapped)
 {
-    (void)unmapped;
-    pthread_mutex_lock(&bounce_mu);
+    bounce_lock();
     for (struct snap *s = bounce_head; s; s = s->next) {
         /* A REMOVE during setup is the setup's own MADV_DONTNEED. */
         if (s->reg_lo >= end || start >= s->reg_hi || s->ending || !s->ready)
@@ -402,36 +362,41 @@ static void on_gone(uintptr_t start, uintptr_t end, bool unmapped)
                 s->page[i] = s->page[i] == PG_BUSY ? PG_BUSY_DIRTY : PG_DIRTY;
         if (start <= s->reg_lo && s->reg_hi <= end && !s->gone) {
             s->gone = true;
-            atomic_fetch_add(&gone_pending, 1);
+            atomic_fetch_add(&bounce_gone_pending, 1);
         }
+        /* Unmapped: what the predictor learnt of this buffer (read by the
+         * CPU, say) is not a later buffer's at the same address. */
+        if (unmapped && start <= s->host && s->host + s->bytes <= end && !s->neutral &&
+            !atomic_load(&bounce_disabled))
+            bounce_tell(s, NEWS_FORGET);
     }
-    pthread_mutex_unlock(&bounce_mu);
+    bounce_unlock();
 }
 
 void bounce_reap(void)
 {
-    if (atomic_load_explicit(&gone_pending, memory_order_relaxed) == 0 || uffd_in_handler())
+    if (atomic_load_explicit(&bounce_gone_pending, memory_order_relaxed) == 0 || uffd_in_handler())
         return;
-    pthread_mutex_lock(&bounce_mu);
+    bounce_lock();
     for (;;) {
         struct snap *s = bounce_head;
         while (s && !(s->gone && !s->ending))
             s = s->next;
         if (s == NULL)
             break;
-        atomic_fetch_sub(&gone_pending, 1);
+        atomic_fetch_sub(&bounce_gone_pending, 1);
         s->gone = false;
         s->busy++;
-        pthread_mutex_unlock(&bounce_mu);
+        bounce_unlock();
         bounce_end(s, false, 0, 0);
-        pthread_mutex_lock(&bounce_mu);
+        bounce_lock();
     }
-    pthread_mutex_unlock(&bounce_mu);
+    bounce_unlock();
 }
 
 static void on_moved(uintptr_t from, uintptr_t to, size_t len)
 {
-    pthread_mutex_lock(&bounce_mu);
+    bounce_lock();
     for (struct snap *s = bounce_head; s; s = s->next) {
         if (s->reg_lo >= from + len || from >= s->reg_hi)
             continue;
@@ -440,20 +405,20 @@ static void on_moved(uintptr_t from, uintptr_t to, size_t len)
             s->host += d;
             s->reg_lo += d;
             s->reg_hi += d;
-            s->next_fault = 0;
             continue;
         }
         /* Part of a snapshot moved away: its pages there cannot be
          * followed. Not from realloc (it moves whole mappings) nor from the
-         * program's mremap (libc.c fills the pages first): only from
-         * a raw system call. */
+         * program's mremap (libc.c fills the pages first): only from a raw
+         * system call. */
         LOG_WARN("bounce: mremap moved part of a lazy host buffer (%#lx); "
                  "its pages there read as zero", (unsigned long)s->reg_lo);
         size_t i0, i1;
         bounce_index_range(s, from, from + len, false, &i0, &i1);
         memset(s->page + i0, PG_DIRTY, i1 - i0);
     }
-    pthread_mutex_unlock(&bounce_mu);
+    span_update();
+    bounce_unlock();
 }
 
 /* ---- lifetimes ---------------------------------------------------------- */

@@ -4,38 +4,55 @@
 #define P2PSHIM_BOUNCE_TABLE_H
 
 #include "bounce_int.h"
+#include "fill.h"
+#include "lock.h"
 
-/* The table lock and its condition (busy counts, pages leaving BUSY). */
-extern pthread_mutex_t bounce_mu;
-extern pthread_cond_t bounce_cv;
-
+/* The table lock, bounce_mu, and its condition bounce_cv (busy counts,
+ * pages leaving BUSY): lock.h.
+ *
+ * Lock contract (a signal handler that reads a lazy buffer must not hang
+ * the process): the userfaultfd handler thread takes bounce_mu to resolve
+ * a fault, so no program thread may hold it while a signal handler can
+ * run on that thread: the handler's fault would wait for the handler
+ * thread, which would wait for the lock the interrupted thread holds.
+ * Program threads therefore take bounce_mu only through bounce_lock(),
+ * which blocks every asynchronous signal until the matching
+ * bounce_unlock() (pthread_sigmask; a signal that arrives meanwhile is
+ * delivered then, not lost). Synchronous signals (SIGSEGV, SIGBUS,
+ * SIGFPE, SIGILL, SIGTRAP, SIGSYS) stay open: a section touches no
+ * memory of the program's. A wait on bounce_cv inside such a section
+ * (bounce_wait) keeps the mask. The handler thread, whose signals are all
+ * blocked from its start, takes the lock plainly. Only bounce paths take
+ * it, so only programs that bounce pay the two system calls. The other
+ * locks the handler takes obey the same rule: its staging buffer's
+ * (stage.c: program threads take it only with signals blocked), and
+ * never the predictor's (watch.h: evidence_later). */
 extern struct snap *bounce_head;
 extern _Atomic size_t bounce_count;    /* snapshots listed: the fast-path test */
-extern _Atomic bool bounce_disabled;   /* after fork (child) and at exit */
 extern _Atomic uint64_t bounce_work_gen; /* GPU work issued (bounce_gpu_work) */
 
 /* The snapshot whose host range (registered pages, when registered)
  * holds addr, or NULL. */
 struct snap *bounce_find(uintptr_t addr, bool registered);
+/* Without the lock: false when no snapshot's tracked pages can meet
+ * [lo, hi) (the span of them all does not), so that a program's free of
+ * memory far from any snapshot takes no lock and blocks no signal. The
+ * program orders its free after the D2H into that memory returned, and
+ * with it after the snapshot's link. */
+bool bounce_may_overlap(uintptr_t lo, uintptr_t hi);
 /* A snapshot whose tracked pages meet [lo, hi), or NULL. */
 struct snap *bounce_find_overlap(uintptr_t lo, uintptr_t hi);
 void bounce_link(struct snap *s);      /* at the head (most recent) */
 void bounce_unlink(struct snap *s);
 void bounce_touch(struct snap *s);     /* moves it to the head */
 void bounce_snap_free(struct snap *s); /* its memory (no lock needed) */
-/* Tells the predictor s's outcome, once (not after exit or in a child). */
-void bounce_judge(struct snap *s, bool useful);
 
 /* Without bounce_mu: */
 /* Opens userfaultfd (once); false when unavailable. */
 bool bounce_start(void);
-/* Fills the missing pages of s (pinned) in [lo, hi) except those wholly
- * inside [ex_lo, ex_hi); outside the handler, also waits for pages others
- * are filling there (the handler never waits for other threads: they may
- * be waiting for it to read an event). */
-void bounce_fill(struct snap *s, uintptr_t lo, uintptr_t hi, uintptr_t ex_lo, uintptr_t ex_hi);
 /* Ends the snapshots whose memory went away (on_gone only marks them:
- * the handler never waits). Program threads call it on their way in. */
+ * the handler never waits) and those given up. Program threads call it
+ * on their way in. */
 void bounce_reap(void);
 /* Ends s (pinned by the caller; the pin is consumed). */
 void bounce_end(struct snap *s, bool fill, uintptr_t ex_lo, uintptr_t ex_hi);

@@ -423,3 +423,27 @@ static bool maps_private_anon(uintptr_t start, size_t len)
     close(fd);
     return ok;
 }
+
+/* ---- filling without protection (the bounce module's fault budget) ------ */
+
+bool uffd_copy_writable(uintptr_t dst, const void *src, size_t len)
+{
+    const char *s = src;
+    while (len > 0) {
+        struct uffdio_copy c = {.dst = dst, .src = (uintptr_t)s, .len = len, .mode = 0};
+        if (ioctl(the_fd, UFFDIO_COPY, &c) == 0)
+            return true;
+        int err = errno;
+        size_t done = c.copy > 0 ? (size_t)c.copy : 0;
+        if (err == EEXIST && done == 0)
+            done = page_size; /* present already: leave it as it is */
+        else if (err == EAGAIN && done == 0 && !again())
+            return errno = EAGAIN, false;
+        else if (err != EAGAIN && err != EEXIST)
+            return false;
+        dst += done;
+        s += done;
+        len -= done < len ? done : len;
+    }
+    return true;
+}

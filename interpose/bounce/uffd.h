@@ -82,4 +82,9 @@ bool uffd_private_anon(uintptr_t start, size_t len);
  * descriptor serves the parent. Closes it; uffd_open fails from now on. */
 void uffd_after_fork_child(void);
 
+/* uffd_copy without write-protection: the filled pages are writable at
+ * once (a snapshot being given up fills its rest this way). The same
+ * answers as uffd_copy. */
+bool uffd_copy_writable(uintptr_t dst, const void *src, size_t len);
+
 #endif

@@ -28,11 +28,21 @@ static void mirror(void)
     atomic_store_explicit(&armed, table.armed, memory_order_relaxed);
 }
 
+/* News from the handler thread that found watch_mu taken (evidence_later):
+ * one producer, consumers under watch_mu. */
+#define LATER_MAX 32
+static struct later {
+    struct predict_pair keys;
+    enum evidence_news news;
+} later[LATER_MAX];
+static _Atomic unsigned later_head, later_tail; /* head: the handler's; tail: under the lock */
+
 static _Atomic uint64_t pairs[P2PSHIM_MAX_DEVICES][P2PSHIM_MAX_DEVICES];
 static _Atomic uint64_t pair_bytes[P2PSHIM_MAX_DEVICES][P2PSHIM_MAX_DEVICES];
 
 static void watch_report(void);
 static void watch_reset(void);
+static void lock_table(void);
 
 static void summary(void)
 {
@@ -78,7 +88,7 @@ SHIM_LIFE_ROW(summary_row) = {
 enum predict_verdict evidence_d2h(uintptr_t host, size_t bytes, CUdeviceptr src, int dev)
 {
     struct predict_pair p = predict_pair_of(host, bytes, (uintptr_t)src);
-    pthread_mutex_lock(&watch_mu);
+    lock_table();
     enum predict_verdict v = predict_query(&table, &p);
     predict_remember(&table, host, bytes, (uintptr_t)src, dev);
     mirror();
@@ -125,7 +135,7 @@ void evidence_h2d(const void *host, size_t bytes)
         return;
     size_t overlap;
     bool seen, now_armed;
-    pthread_mutex_lock(&watch_mu);
+    lock_table();
     (void)predict_h2d(&table, (uintptr_t)host, bytes, &overlap, &seen, &now_armed);
     mirror();
     pthread_mutex_unlock(&watch_mu);
@@ -133,37 +143,78 @@ void evidence_h2d(const void *host, size_t bytes)
         atomic_fetch_add_explicit(&bst_seen_plain, 1, memory_order_relaxed);
 }
 
-void evidence_outcome(const struct predict_pair *keys, bool useful)
+/* The news applied (lock held). */
+static void apply(const struct predict_pair *keys, enum evidence_news news)
 {
-    pthread_mutex_lock(&watch_mu);
+    if (news == NEWS_FORGET) {
+        predict_forget(&table, keys->host.addr);
+        return;
+    }
+    if (news == NEWS_READERS) {
+        predict_readers(&table, keys);
+        LOG_DEBUG("bounce: the CPU reads the buffer at %#lx besides its copies: eager "
+                  "snapshots", (unsigned long)keys->host.addr);
+        return;
+    }
+    bool useful = news == NEWS_USEFUL;
     unsigned backoff = predict_outcome(&table, keys, useful);
-    mirror();
-    pthread_mutex_unlock(&watch_mu);
     atomic_fetch_add_explicit(useful ? &bst_useful : &bst_wasted, 1, memory_order_relaxed);
     if (!useful)
         LOG_DEBUG("bounce: snapshot of %zu bytes at %#lx wasted; its keys skip %u D2H(s)",
                   keys->host.bytes, (unsigned long)keys->host.addr, backoff);
 }
 
-void evidence_fallback(const struct predict_pair *keys)
+/* The handler's queued news, oldest first (lock held). */
+static void drain_later(void)
+{
+    unsigned tail = atomic_load_explicit(&later_tail, memory_order_relaxed);
+    unsigned head = atomic_load_explicit(&later_head, memory_order_acquire);
+    for (; tail != head; tail++)
+        apply(&later[tail % LATER_MAX].keys, later[tail % LATER_MAX].news);
+    atomic_store_explicit(&later_tail, tail, memory_order_release);
+}
+
+static void lock_table(void)
 {
     pthread_mutex_lock(&watch_mu);
+    if (atomic_load_explicit(&later_head, memory_order_relaxed) !=
+        atomic_load_explicit(&later_tail, memory_order_relaxed))
+        drain_later();
+}
+
+void evidence_news(const struct predict_pair *keys, enum evidence_news news)
+{
+    lock_table();
+    apply(keys, news);
+    mirror();
+    pthread_mutex_unlock(&watch_mu);
+}
+
+void evidence_later(const struct predict_pair *keys, enum evidence_news news)
+{
+    if (pthread_mutex_trylock(&watch_mu) == 0) {
+        drain_later();
+        apply(keys, news);
+        mirror();
+        pthread_mutex_unlock(&watch_mu);
+        return;
+    }
+    unsigned head = atomic_load_explicit(&later_head, memory_order_relaxed);
+    if (head - atomic_load_explicit(&later_tail, memory_order_acquire) >= LATER_MAX)
+        return; /* full: dropped */
+    later[head % LATER_MAX] = (struct later){*keys, news};
+    atomic_store_explicit(&later_head, head + 1, memory_order_release);
+}
+
+void evidence_fallback(const struct predict_pair *keys)
+{
+    lock_table();
     unsigned backoff = predict_outcome(&table, keys, false);
     mirror();
     pthread_mutex_unlock(&watch_mu);
     atomic_fetch_add_explicit(&bst_fallbacks, 1, memory_order_relaxed);
     LOG_DEBUG("bounce: no snapshot could be set up for %zu bytes at %#lx; its keys skip %u "
               "D2H(s)", keys->host.bytes, (unsigned long)keys->host.addr, backoff);
-}
-
-void evidence_readers(const struct predict_pair *keys)
-{
-    pthread_mutex_lock(&watch_mu);
-    predict_readers(&table, keys);
-    mirror();
-    pthread_mutex_unlock(&watch_mu);
-    LOG_DEBUG("bounce: the CPU reads the buffer at %#lx between its copies: eager snapshots",
-              (unsigned long)keys->host.addr);
 }
 
 void watch_d2h(const void *host, size_t bytes, int src_dev)
@@ -228,6 +279,8 @@ static void watch_reset(void)
      * exist there: start afresh. */
     pthread_mutex_init(&watch_mu, NULL);
     predict_init(&table);
+    atomic_store(&later_head, 0);
+    atomic_store(&later_tail, 0);
     atomic_store(&live, 0);
     atomic_store(&armed, 0);
     for (int s = 0; s < P2PSHIM_MAX_DEVICES; s++)

@@ -23,17 +23,28 @@ void evidence_h2d(const void *host, size_t bytes);
  * inside a remembered D2H, whose host range is [*lo, *lo + *len). One
  * relaxed load while nothing is remembered. */
 bool evidence_h2d_inside(const void *host, size_t bytes, uintptr_t *lo, size_t *len);
-/* A snapshot's outcome (s->judged set by the caller). */
-void evidence_outcome(const struct predict_pair *keys, bool useful);
+/* What a snapshot tells the predictor about its keys. */
+enum evidence_news {
+    NEWS_USEFUL,  /* its outcome: served an H2D (predict_outcome) */
+    NEWS_WASTED,  /* its outcome: did not */
+    NEWS_READERS, /* the CPU read it besides (predict_readers) */
+    NEWS_FORGET,  /* its host memory was unmapped: a later buffer there is new */
+};
+/* News of a snapshot's, from a program thread. */
+void evidence_news(const struct predict_pair *keys, enum evidence_news news);
+/* The same from the userfaultfd handler thread, which must never wait for
+ * the predictor's lock (a program thread may hold it while a signal
+ * handler runs on that thread and faults on a lazy page): applied at once
+ * when the lock is free, else queued and applied by the next program
+ * thread that takes it (a full queue drops the news: at worst one more
+ * snapshot for that key). */
+void evidence_later(const struct predict_pair *keys, enum evidence_news news);
 /* A predicted D2H whose snapshot could not be set up (memory that refuses
  * userfaultfd or write-protection, no device memory, a refused copy): its
  * keys back off as after a wasted snapshot, so that a buffer which can
  * never be bounced pays the failed set-up in 1 of 2^k rounds, not in
  * every round. Counted as a fallback, not as wasted. */
 void evidence_fallback(const struct predict_pair *keys);
-/* A lazy snapshot the CPU read first served its H2D anyway (predict.h's
- * predict_readers): its host key turns eager. */
-void evidence_readers(const struct predict_pair *keys);
 /* free(host): remembered D2Hs starting there are forgotten. */
 void watch_forget(const void *host);
 

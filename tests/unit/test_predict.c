@@ -182,6 +182,54 @@ static void backoff_capped(void)
     }
 }
 
+/* A staging loop whose rounds the program spoils by a pattern: every
+ * `period`-th predicted snapshot wasted, the others useful; every D2H not
+ * predicted is followed by its H2D (a seen bounce). Over `rounds` D2Hs,
+ * the wasted snapshots of the second half, and the useful ones. */
+static void spoil_pattern(int period, int rounds, int *wasted, int *useful)
+{
+    struct predict_table t;
+    predict_init(&t);
+    struct predict_pair p = predict_pair_of(H1, MB, S1);
+    int predicted = 0;
+    *wasted = *useful = 0;
+    for (int r = 0; r < rounds; r++) {
+        enum predict_verdict v = predict_query(&t, &p);
+        predict_remember(&t, H1, MB, S1, 0);
+        if (v == PREDICT_YES || v == PREDICT_EAGER) {
+            bool good = ++predicted % period != 0;
+            predict_outcome(&t, &p, good);
+            if (r >= rounds / 2)
+                (*(good ? useful : wasted))++;
+        } else {
+            size_t ov;
+            bool seen, armed;
+            predict_h2d(&t, H1, MB, &ov, &seen, &armed);
+        }
+    }
+}
+
+/* The worst case of docs/BOUNCE.md: a key whose outcomes alternate (or
+ * waste one in up to PREDICT_HISTORY + 1) doubles its backoff to the cap:
+ * at most one wasted snapshot per PREDICT_BACKOFF_MAX D2Hs or so; one that
+ * wastes rarer keeps its wins, with at least PREDICT_HISTORY useful
+ * snapshots per wasted one. */
+static void spoilt_bounded(void)
+{
+    const int rounds = 20000;
+    for (int period = 2; period <= 8; period++) {
+        int wasted, useful;
+        spoil_pattern(period, rounds, &wasted, &useful);
+        bool doubling = period <= PREDICT_HISTORY + 1;
+        int cap = doubling ? rounds / 2 / (PREDICT_BACKOFF_MAX / 2) : useful / PREDICT_HISTORY;
+        if (wasted > cap || (!doubling && useful < rounds / 4)) {
+            printf("FAIL spoilt 1 in %d: %d wasted, %d useful in the last %d D2Hs (cap %d)\n",
+                   period, wasted, useful, rounds / 2, cap);
+            failures++;
+        }
+    }
+}
+
 /* LRU: more keys than the table holds; the table stays consistent. */
 static void lru_consistent(void)
 {
@@ -203,6 +251,50 @@ static void lru_consistent(void)
         printf("FAIL lru: the newest key lost\n");
         failures++;
     }
+}
+
+/* The outcome history: alternating outcomes keep doubling the backoff;
+ * enough useful ones reset it; served and then read back turns eager. */
+static void history_tables(void)
+{
+    /* Useful and wasted in turn: a useful outcome after a recent wasted
+     * one keeps the backoff, so the skips grow 1, 2, 4 instead of
+     * staying at 1. */
+    static const struct step alternate[] = {
+        {D2H, H1, MB, S1, NO},   {H2D, H1, MB, 0, 0},     {D2H, H1, MB, S1, YES},
+        {GOOD, 0, 0, 0, 0},      {D2H, H1, MB, S1, YES},  {WASTED, 0, 0, 0, 0},
+        {D2H, H1, MB, S1, SKIP}, {H2D, H1, MB, 0, 0},     {D2H, H1, MB, S1, YES},
+        {GOOD, 0, 0, 0, 0},      {D2H, H1, MB, S1, YES},  {WASTED, 0, 0, 0, 0},
+        {D2H, H1, MB, S1, SKIP}, {H2D, H1, MB, 0, 0},     {D2H, H1, MB, S1, SKIP},
+        {H2D, H1, MB, 0, 0},     {D2H, H1, MB, S1, YES},  {GOOD, 0, 0, 0, 0},
+        {D2H, H1, MB, S1, YES},  {WASTED, 0, 0, 0, 0},    {D2H, H1, MB, S1, SKIP},
+        {D2H, H1, MB, S1, SKIP}, {D2H, H1, MB, S1, SKIP}, {D2H, H1, MB, S1, SKIP},
+        {H2D, H1, MB, 0, 0},     {D2H, H1, MB, S1, YES},  {END, 0, 0, 0, 0}};
+    run("alternate", alternate);
+    /* PREDICT_HISTORY useful outcomes after a wasted one keep the backoff;
+     * one more resets it: the next wasted one skips 1 again. */
+    static const struct step recovers[] = {
+        {D2H, H1, MB, S1, NO},   {H2D, H1, MB, 0, 0},     {D2H, H1, MB, S1, YES},
+        {WASTED, 0, 0, 0, 0},    {D2H, H1, MB, S1, SKIP}, {H2D, H1, MB, 0, 0},
+        {D2H, H1, MB, S1, YES},  {GOOD, 0, 0, 0, 0},      {D2H, H1, MB, S1, YES},
+        {GOOD, 0, 0, 0, 0},      {D2H, H1, MB, S1, YES},  {GOOD, 0, 0, 0, 0},
+        {D2H, H1, MB, S1, YES},  {GOOD, 0, 0, 0, 0},      {D2H, H1, MB, S1, YES},
+        {GOOD, 0, 0, 0, 0},      {D2H, H1, MB, S1, YES},  {WASTED, 0, 0, 0, 0},
+        {D2H, H1, MB, S1, SKIP}, {H2D, H1, MB, 0, 0},     {D2H, H1, MB, S1, YES},
+        {END, 0, 0, 0, 0}};
+    run("recovers", recovers);
+    /* Served, then read back whole (a checksum after the upload): eager for
+     * 4 D2Hs (the reads then cost no fill), then a lazy try; served and
+     * left alone: lazy from then on. */
+    static const struct step after[] = {
+        {D2H, H1, MB, S1, NO},     {H2D, H1, MB, 0, 0},      {D2H, H1, MB, S1, YES},
+        {GOOD, 0, 0, 0, 0},        {READERS, 0, 0, 0, 0},    {D2H, H1, MB, S1, EAGER},
+        {GOOD, 0, 0, 0, 0},        {D2H, H1, MB, S1, EAGER}, {GOOD, 0, 0, 0, 0},
+        {D2H, H1, MB, S1, EAGER},  {GOOD, 0, 0, 0, 0},       {D2H, H1, MB, S1, EAGER},
+        {GOOD, 0, 0, 0, 0},        {D2H, H1, MB, S1, YES},   {GOOD, 0, 0, 0, 0},
+        {D2H, H1, MB, S1, YES},    {GOOD, 0, 0, 0, 0},       {D2H, H1, MB, S1, YES},
+        {END, 0, 0, 0, 0}};
+    run("read after", after);
 }
 
 int main(void)
@@ -266,7 +358,9 @@ int main(void)
         {D2H, H2, MB, S2, SKIP},   {END, 0, 0, 0, 0}};
     run("readers", readers);
 
+    history_tables();
     backoff_capped();
+    spoilt_bounded();
     lru_consistent();
     filter_property();
     printf("%s\n", failures ? "test_predict: FAILED" : "test_predict: ok");
