@@ -10,7 +10,7 @@
  *   watch.c                                 the predictor behind its lock
  *   table.c                                 the snapshots, ending, faults
  *   life.c                                  lifetimes, eviction, fork, exit
-  *   libc.c, d2h.c, h2d.c                    free/realloc, the D2H, the H2D
+ *   libc.c, d2h.c, h2d.c                    free/realloc, the D2H, the H2D
  */
 #ifndef P2PSHIM_BOUNCE_INT_H
 #define P2PSHIM_BOUNCE_INT_H
