@@ -1,9 +1,11 @@
-/* What report_log.c's first pass stands on: the log as a file it can
- * read twice (a plain file as it is; standard input, a pipe or a gzip
- * file copied into a temporary file first), a cheap look at a line's
- * type, and the processes of the run being read. */
+/* What report_log.c's passes stand on: the log as a file it can read
+ * twice (a plain file as it is; standard input or a pipe copied into a
+ * temporary file first; a gzip log read through `gzip -dc` once per
+ * pass), a cheap look at a line's type, and the processes of the run
+ * being read. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -14,92 +16,136 @@
 
 #include "report_internal.h"
 
-/* Copies f into a fresh temporary file (pass 1 and pass 2 read it twice)
- * and closes f; with gunzip, through `gzip -dc`. NULL with errno set. */
-static FILE *spool(FILE *f, bool gunzip)
+/* Copies the rest of f into a fresh temporary file, after the n bytes of
+ * head (what was read of it already), and closes f. The copy is at its
+ * start. NULL with errno set. */
+static FILE *spool(FILE *f, const unsigned char *head, size_t n)
 {
     FILE *tmp = tmpfile();
-    int saved = 0;
-    if (tmp && gunzip) {
-        /* gzip reads f's descriptor and writes tmp's. */
-        pid_t pid = fork();
-        if (pid == 0) {
-            dup2(fileno(f), 0);
-            dup2(fileno(tmp), 1);
-            execlp("gzip", "gzip", "-dc", (char *)NULL);
-            _exit(127);
-        }
-        int status = 0;
-        if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
-            WEXITSTATUS(status) != 0)
-            saved = EILSEQ;
-    } else if (tmp) {
-        char buf[1 << 16];
-        size_t n;
-        while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-            if (fwrite(buf, 1, n, tmp) != n)
-                saved = errno;
-        if (ferror(f))
-            saved = errno;
-    } else {
+    int saved = tmp ? 0 : errno;
+    if (tmp && n && fwrite(head, 1, n, tmp) != n)
         saved = errno;
-    }
+    char buf[1 << 16];
+    size_t got;
+    while (tmp && !saved && (got = fread(buf, 1, sizeof buf, f)) > 0)
+        if (fwrite(buf, 1, got, tmp) != got)
+            saved = errno;
+    if (!saved && ferror(f))
+        saved = errno ? errno : EIO;
     fclose(f);
     if (tmp && (saved || fflush(tmp) != 0 || fseek(tmp, 0, SEEK_SET) != 0)) {
+        saved = saved ? saved : errno;
         fclose(tmp);
         tmp = NULL;
     }
-    errno = saved ? saved : errno;
+    errno = saved;
     return tmp;
 }
 
-/* The log as a file that can be read twice: a plain file as it is; "-"
- * (standard input), a pipe or a gzip file (by its magic bytes) spooled into
- * a temporary file. */
-FILE *report_input_open(const char *path)
+/* Starts `gzip -dc` on in->gz from its first byte; in->f reads what it
+ * writes. -1 with errno set. */
+static int gunzip_start(struct report_input *in)
 {
-    FILE *f = strcmp(path, "-") == 0 ? fdopen(dup(0), "r") : fopen(path, "r");
-    if (!f)
-        return NULL;
-    int c0 = getc(f), c1 = c0 == EOF ? EOF : getc(f);
-    bool gz = c0 == 0x1f && c1 == 0x8b;
-    bool seekable = fseek(f, 0, SEEK_SET) == 0;
-    if (!gz && seekable)
-        return f;
-    if (seekable || !gz) {
-        /* A pipe: the two bytes read are lost to it; spool what follows. */
-        FILE *rest = seekable ? f : NULL;
-        if (!seekable) {
-            FILE *tmp = tmpfile();
-            if (!tmp) {
-                fclose(f);
-                return NULL;
-            }
-            if (c0 != EOF)
-                fputc(c0, tmp);
-            if (c1 != EOF)
-                fputc(c1, tmp);
-            FILE *spooled = spool(f, false);
-            if (!spooled) {
-                fclose(tmp);
-                return NULL;
-            }
-            char buf[1 << 16];
-            size_t n;
-            while ((n = fread(buf, 1, sizeof buf, spooled)) > 0)
-                fwrite(buf, 1, n, tmp);
-            fclose(spooled);
-            if (fflush(tmp) != 0 || fseek(tmp, 0, SEEK_SET) != 0) {
-                fclose(tmp);
-                return NULL;
-            }
-            rest = tmp;
-        }
-        return gz ? spool(rest, true) : rest;
+    int pfd[2];
+    if (pipe2(pfd, O_CLOEXEC) != 0)
+        return -1;
+    fflush(in->gz);
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* The compressed bytes from their start, whatever was read. */
+        if (dup2(fileno(in->gz), 0) < 0 || lseek(0, 0, SEEK_SET) != 0 || dup2(pfd[1], 1) < 0)
+            _exit(127);
+        execlp("gzip", "gzip", "-dc", (char *)NULL);
+        _exit(127);
     }
-    return spool(f, true);
+    int e = errno;
+    close(pfd[1]);
+    in->f = pid > 0 ? fdopen(pfd[0], "r") : NULL;
+    if (!in->f) {
+        e = pid > 0 ? errno : e;
+        close(pfd[0]);
+        if (pid > 0)
+            waitpid(pid, NULL, 0);
+        errno = e;
+        return -1;
+    }
+    in->gunzip = pid;
+    return 0;
 }
 
+/* Ends the gzip of the pass just read: false when it failed (a file
+ * that is no gzip, or cut short), as far as its status tells. */
+static bool gunzip_end(struct report_input *in)
+{
+    int status = 0;
+    bool ok = true;
+    fclose(in->f);
+    in->f = NULL;
+    if (in->gunzip > 0) {
+        pid_t r;
+        while ((r = waitpid(in->gunzip, &status, 0)) < 0 && errno == EINTR)
+            ;
+        /* ECHILD: a caller that ignores SIGCHLD reaped it; no status. */
+        ok = r < 0 || (WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    in->gunzip = 0;
+    return ok;
+}
+
+int report_input_open(struct report_input *in, const char *path)
+{
+    memset(in, 0, sizeof *in);
+    FILE *f = strcmp(path, "-") == 0 ? fdopen(dup(0), "r") : fopen(path, "r");
+    if (!f)
+        return -1;
+    unsigned char head[2];
+    size_t n = fread(head, 1, 2, f);
+    bool gz = n == 2 && head[0] == 0x1f && head[1] == 0x8b;
+    bool seekable = fseek(f, 0, SEEK_SET) == 0;
+    if (!seekable)
+        f = spool(f, head, n); /* a pipe: what it holds, once */
+    if (!f)
+        return -1;
+    if (!gz) {
+        in->f = f;
+        return 0;
+    }
+    /* A gzip log is read through gzip, once per pass: only its compressed
+     * form is ever stored, and only a pipe's. */
+    in->gz = f;
+    if (gunzip_start(in) != 0) {
+        int e = errno;
+        fclose(f);
+        in->gz = NULL;
+        errno = e;
+        return -1;
+    }
+    return 0;
+}
+
+int report_input_rewind(struct report_input *in)
+{
+    if (!in->gz)
+        return fseek(in->f, 0, SEEK_SET);
+    if (!gunzip_end(in)) {
+        errno = EILSEQ;
+        return -1;
+    }
+    return gunzip_start(in);
+}
+
+bool report_input_close(struct report_input *in, bool read_whole)
+{
+    bool ok = true;
+    if (in->gz) {
+        ok = in->f == NULL || gunzip_end(in) || !read_whole;
+        fclose(in->gz);
+    } else if (in->f) {
+        fclose(in->f);
+    }
+    memset(in, 0, sizeof *in);
+    return ok;
+}
 
 /* A cheap look for "type":"<type>" before parsing a line in pass 1. */
 bool report_line_looks_like(const char *line, size_t len, const char *type)
