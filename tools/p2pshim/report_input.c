@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -52,6 +53,10 @@ static int gunzip_start(struct report_input *in)
     fflush(in->gz);
     pid_t pid = fork();
     if (pid == 0) {
+        /* No signal blocked (p2pshim run blocks some until it exits). */
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
         /* The compressed bytes from their start, whatever was read. */
         if (dup2(fileno(in->gz), 0) < 0 || lseek(0, 0, SEEK_SET) != 0 || dup2(pfd[1], 1) < 0)
             _exit(127);
