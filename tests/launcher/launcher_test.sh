@@ -8,6 +8,7 @@
 #   LT_DEMO      p2pdemo                     LT_BUILD   the build folder
 #   LT_CMAKE     cmake                       LT_VERSION the project version
 #   LT_LIBDIR    the install libdir (GNUInstallDirs), relative to the prefix
+#   LT_REFUSED   pl_refused (tests/preload/refused.c): calls the driver refuses
 # LD_PRELOAD is put on the commands run, never on this shell.
 set -u
 L=$LT_LAUNCHER
@@ -313,6 +314,19 @@ case_signals_group() {
     rc=$?
     expect_rc "the program's group signal" 41
     expect_out "the program's group signal, once" "got 1 signal(s)"
+}
+
+case_refused_report() {
+    # Copies the driver refuses (SIZE_MAX bytes, past an allocation) and
+    # three good ones, under run --report: the report is written (exit 0)
+    # and counts the good copies only.
+    launch "LD_LIBRARY_PATH=$LT_STANDIN" "P2PSHIM_LIBRARY=$LT_SHIM" "P2PSHIM_TRUST=skip" \
+        "P2PSHIM_TOPO_FILE=$dir/none.json" -- run --log "$dir/run.jsonl" \
+        --report "$dir/r.txt" "$LT_REFUSED" shim linear
+    expect_rc "refused copies, --report" 0
+    grep -q "verdict: 1 process, 3 copies between GPUs (16.0 KiB)" "$dir/r.txt" 2>/dev/null ||
+        bad "refused copies: the report: $(cat "$dir/r.txt" "$dir/err" 2>/dev/null)"
+    grep -q "64-bit limit" "$dir/r.txt" && bad "refused copies: figures at the 64-bit limit"
 }
 
 case_topo_list() {
