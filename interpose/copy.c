@@ -274,7 +274,11 @@ P2PSHIM_HOT static void host_copy_note(struct copy_call *call, CUdeviceptr devic
     struct copy_end dev = {0}, host = {0};
     if (bytes == 0)
         return;
-    resolve_end(device_ptr, NULL, bytes, &dev);
+    /* A device end past its allocation: the driver refuses the copy (the
+     * record would say otherwise; without a run log the count is made
+     * without looking, on this hot path). */
+    if (!resolve_end(device_ptr, NULL, bytes, &dev))
+        return;
     resolve_end((CUdeviceptr)(uintptr_t)host_ptr, NULL, bytes, &host);
     if (!host.route.known)
         host.route.device = -1; /* pageable: the record says "unknown" */

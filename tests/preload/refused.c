@@ -135,6 +135,9 @@ static void refused_linear(void)
     REFUSED("peer SIZE_MAX", cuMemcpyPeer(b1, env.ctx[1], a0, env.ctx[0], SIZE_MAX));
     REFUSED("dtod 2^63", cuMemcpyDtoD_v2(b1, a0, (size_t)1 << 63));
     REFUSED("dtod past the end by one", cuMemcpyDtoD_v2(b1, a0, N + 1));
+    REFUSED("dtoh past the end by one", cuMemcpyDtoH_v2(host, a0, N + 1));
+    REFUSED("memcpy to host past the end by one",
+            cuMemcpy((CUdeviceptr)(uintptr_t)host, a0 + 1, N));
     REFUSED("htod SIZE_MAX", cuMemcpyHtoD_v2(b1, host, SIZE_MAX));
     REFUSED("dtoh SIZE_MAX", cuMemcpyDtoH_v2(host, a0, SIZE_MAX));
     static unsigned char other[N];

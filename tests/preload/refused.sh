@@ -31,9 +31,14 @@ grep -Eq -- "summary local copies=[0-9]+ bytes=[0-9]{1,7} " "$dir/with.err" ||
     bad "the local bytes are not those of the program's own copies"
 n=$(grep -c '"type":"decision"' "$dir/run.jsonl" 2>/dev/null)
 up=$(grep '"type":"decision"' "$dir/run.jsonl" | grep -c '"reason":"upgraded"\|"reason":"shim-access"')
-big=$(grep '"type":"decision"' "$dir/run.jsonl" | grep -Ec '"bytes":[0-9]{6,}')
+# Sizes of the refused calls: SIZE_MAX and the like, and one byte past
+# the 16 KiB buffers.
+big=$(grep '"type":"decision"' "$dir/run.jsonl" | grep -Ec '"bytes":([0-9]{6,}|16385)')
 [ "${up:-0}" -eq 3 ] || bad "$up upgraded decisions in the run log, expected 3"
 [ "${big:-0}" -eq 0 ] || bad "$big decisions of a size the driver refused"
+# Every cuMemcpy of the program is one the driver refuses.
+unified=$(grep -c '"api":"cuMemcpy"' "$dir/run.jsonl")
+[ "${unified:-0}" -eq 0 ] || bad "$unified decisions of a refused cuMemcpy"
 [ "${n:-0}" -gt 3 ] || bad "only $n decision lines: the program's own host copies are missing"
 if [ "$fail" -ne 0 ]; then
     echo "---- stderr of the shim run ----"; cat "$dir/with.err"
