@@ -3,6 +3,7 @@
 
 #include "bounce/bounce.h"
 #include "copy_alias.h"
+#include "copy_check.h"
 #include "cupti_join.h"
 #include "link_life.h"
 #include "nvtx.h"
@@ -38,19 +39,22 @@ void copy_call_end(const struct copy_call *call)
 
 /* ---- one copy ----------------------------------------------------------- */
 
-/* An end from its address: its owner, and the context that owns it
- * (named_ctx when the Peer APIs name one, else the allocation's). */
-static void resolve_end(CUdeviceptr ptr, CUcontext named_ctx, struct copy_end *e)
+/* An end of span bytes from its address: its owner, and the context that
+ * owns it (named_ctx when the Peer APIs name one, else the allocation's).
+ * false: the span runs past the end of a device allocation the shim knows,
+ * which the driver refuses (copy_check.h). */
+static bool resolve_end(CUdeviceptr ptr, CUcontext named_ctx, size_t span, struct copy_end *e)
 {
     struct owner_info info;
     e->ctx = named_ctx;
     e->route.known = resolve_pointer(ptr, &info);
     if (!e->route.known)
-        return;
+        return true;
     e->route.kind = info.kind;
     e->route.device = info.device;
     if (e->ctx == NULL)
         e->ctx = info.ctx;
+    return copy_check_info_holds(&info, (uintptr_t)ptr, span);
 }
 
 static void host_end(struct copy_end *e)
@@ -197,23 +201,23 @@ void copy_consider(struct copy_call *call, CUdeviceptr dst, CUcontext dst_ctx,
                    CUdeviceptr src, CUcontext src_ctx, size_t bytes)
 {
     struct copy_end s = {0}, d = {0};
-    if (bytes == 0 || dst == 0 || src == 0)
+    /* A call the driver refuses is the driver's alone (copy_check.h). */
+    if (bytes == 0 || dst == 0 || src == 0 || !copy_check_span(dst, bytes) ||
+        !copy_check_span(src, bytes) || !resolve_end(dst, dst_ctx, bytes, &d))
         return;
-    resolve_end(dst, dst_ctx, &d);
     bool bouncing = bounce_active();
-    if (bouncing)
+    /* Host memory at dst: no need to look at the source, unless bouncing. */
+    bool host_dst = !d.route.known && dst_ctx == NULL && !record_enabled();
+    if ((!host_dst || bouncing) && !resolve_end(src, src_ctx, bytes, &s))
+        return;
+    if (bouncing) {
         host_touch(&d, dst, bytes, true, true);
-    if (!d.route.known && dst_ctx == NULL && !record_enabled()) {
-        if (bouncing) {
-            resolve_end(src, src_ctx, &s);
-            host_touch(&s, src, bytes, false, true);
-        }
-        stats_count(-1, -1, ROUTE_NOT_CROSS_UNKNOWN, bytes);
-        return; /* host memory: no need to look at the source */
-    }
-    resolve_end(src, src_ctx, &s);
-    if (bouncing)
         host_touch(&s, src, bytes, false, true);
+    }
+    if (host_dst) {
+        stats_count(-1, -1, ROUTE_NOT_CROSS_UNKNOWN, bytes);
+        return;
+    }
     decide_and_act(call, &s, &d, bytes);
 }
 
@@ -270,8 +274,12 @@ P2PSHIM_HOT static void host_copy_note(struct copy_call *call, CUdeviceptr devic
     struct copy_end dev = {0}, host = {0};
     if (bytes == 0)
         return;
-    resolve_end(device_ptr, NULL, &dev);
-    resolve_end((CUdeviceptr)(uintptr_t)host_ptr, NULL, &host);
+    /* A device end past its allocation: the driver refuses the copy (the
+     * record would say otherwise; without a run log the count is made
+     * without looking, on this hot path). */
+    if (!resolve_end(device_ptr, NULL, bytes, &dev))
+        return;
+    resolve_end((CUdeviceptr)(uintptr_t)host_ptr, NULL, bytes, &host);
     if (!host.route.known)
         host.route.device = -1; /* pageable: the record says "unknown" */
     stats_count(-1, -1, ROUTE_NOT_CROSS_HOST, bytes);
@@ -290,10 +298,16 @@ struct copy_action copy_consider_linear(struct copy_call *call, CUdeviceptr dst,
     const struct p2pshim_config *cfg = shim_config();
     bool observe = cfg->mode == P2PSHIM_MODE_OBSERVE;
     bool bounce = cfg->mode == P2PSHIM_MODE_UPGRADE && cfg->bounce != P2PSHIM_BOUNCE_OFF;
+    if (!copy_check_span(dst, bytes) || !copy_check_span(src, bytes))
+        return (struct copy_action){false, CUDA_SUCCESS}; /* refused: the driver's */
     if (bytes >= BOUNCE_UNIFIED_MIN && dst != 0 && src != 0 && (observe || bounce)) {
         struct owner_info di, si;
         bool dh = is_host(dst, &di), sh = is_host(src, &si);
         bool d2h = dh && !sh && si.device >= 0, h2d = sh && !dh && di.device >= 0;
+        /* A device end past its allocation: refused by the driver. */
+        if ((d2h && !copy_check_info_holds(&si, src, bytes)) ||
+            (h2d && !copy_check_info_holds(&di, dst, bytes)))
+            return (struct copy_action){false, CUDA_SUCCESS};
         if (d2h || h2d) {
             CUdeviceptr device_ptr = h2d ? dst : src;
             const void *host_ptr = (const void *)(uintptr_t)(h2d ? src : dst);
@@ -308,24 +322,20 @@ struct copy_action copy_consider_linear(struct copy_call *call, CUdeviceptr dst,
     return copy_relayed(call);
 }
 
-/* An end of a 2D/3D copy from its memory type and address fields. */
-static void struct_end(CUmemorytype type, CUdeviceptr dev, size_t offset,
+/* An end of a 2D/3D copy from its memory type and address fields, its
+ * first byte offset past the address (copy_check.h has checked both). */
+static void struct_end(CUmemorytype type, CUdeviceptr dev, size_t offset, size_t span,
                        CUcontext named_ctx, struct copy_end *e)
 {
     switch (type) {
     case CU_MEMORYTYPE_DEVICE:
     case CU_MEMORYTYPE_UNIFIED:
-        if (dev == 0) {
-            e->route.known = false;
-            e->ctx = NULL;
-            return;
-        }
-        resolve_end(dev + offset, named_ctx, e);
+        resolve_end(dev + offset, named_ctx, span, e);
         return;
     case CU_MEMORYTYPE_HOST:
         host_end(e);
         return;
-    default: /* arrays and anything unknown: left to the driver */
+    default: /* arrays: left to the driver */
         e->route.known = false;
         e->ctx = NULL;
         return;
@@ -333,17 +343,17 @@ static void struct_end(CUmemorytype type, CUdeviceptr dev, size_t offset,
 }
 
 /* The host side of a 2D/3D copy (HOST, or UNIFIED memory the driver
- * does not know): its bounding span, touched before the driver runs. */
+ * does not know): its bounding span from its first byte, touched before
+ * the driver runs; whole: the copy covers every byte of it. */
 static void struct_host(CUmemorytype type, const void *host, CUdeviceptr dev, size_t offset,
-                        size_t pitch, size_t height, size_t width, size_t rows,
-                        size_t depth, bool write)
+                        size_t span, bool whole, bool write)
 {
-    if (!bounce_active() || width == 0 || rows == 0 || depth == 0)
+    if (!bounce_active())
         return;
     uintptr_t p;
-    if (type == CU_MEMORYTYPE_HOST && host != NULL) {
+    if (type == CU_MEMORYTYPE_HOST) {
         p = (uintptr_t)host;
-    } else if (type == CU_MEMORYTYPE_UNIFIED && dev != 0) {
+    } else if (type == CU_MEMORYTYPE_UNIFIED) {
         struct owner_info info;
         if (resolve_pointer(dev, &info) && info.kind != MEM_KIND_HOST_PINNED &&
             info.kind != MEM_KIND_HOST_REGISTERED)
@@ -352,107 +362,112 @@ static void struct_host(CUmemorytype type, const void *host, CUdeviceptr dev, si
     } else {
         return;
     }
-    size_t span = ((depth - 1) * height + (rows - 1)) * pitch + width;
-    bool whole = pitch == width && (depth == 1 || height == rows);
     struct copy_end e = {0};
     e.route.known = false;
     host_touch(&e, (CUdeviceptr)(p + offset), span, write, whole);
 }
 
+/* Rows of width bytes at pitch, layers of rows at layer height: every
+ * byte of the span is copied. */
+static bool struct_whole(size_t pitch, size_t layer, size_t width, size_t rows, size_t depth)
+{
+    return (rows == 1 && depth == 1) || (pitch == width && (depth == 1 || layer == rows));
+}
+
 void copy_consider_2d(struct copy_call *call, const CUDA_MEMCPY2D *c)
 {
     struct copy_end s = {0}, d = {0};
-    if (c == NULL || c->WidthInBytes == 0 || c->Height == 0)
+    struct copy_geometry g;
+    if (!copy_check_2d(c, &g))
         return;
-    struct_end(c->srcMemoryType, c->srcDevice, c->srcY * c->srcPitch + c->srcXInBytes,
-               NULL, &s);
-    struct_end(c->dstMemoryType, c->dstDevice, c->dstY * c->dstPitch + c->dstXInBytes,
-               NULL, &d);
-    struct_host(c->srcMemoryType, c->srcHost, c->srcDevice,
-                c->srcY * c->srcPitch + c->srcXInBytes, c->srcPitch, c->Height,
-                c->WidthInBytes, c->Height, 1, false);
-    struct_host(c->dstMemoryType, c->dstHost, c->dstDevice,
-                c->dstY * c->dstPitch + c->dstXInBytes, c->dstPitch, c->Height,
-                c->WidthInBytes, c->Height, 1, true);
-    decide_and_act(call, &s, &d, c->WidthInBytes * c->Height);
-}
-
-static size_t offset_3d(size_t x, size_t y, size_t z, size_t pitch, size_t height)
-{
-    return z * height * pitch + y * pitch + x;
+    struct_end(c->srcMemoryType, c->srcDevice, g.src_off, g.src_span, NULL, &s);
+    struct_end(c->dstMemoryType, c->dstDevice, g.dst_off, g.dst_span, NULL, &d);
+    struct_host(c->srcMemoryType, c->srcHost, c->srcDevice, g.src_off, g.src_span,
+                struct_whole(c->srcPitch, c->Height, c->WidthInBytes, c->Height, 1), false);
+    struct_host(c->dstMemoryType, c->dstHost, c->dstDevice, g.dst_off, g.dst_span,
+                struct_whole(c->dstPitch, c->Height, c->WidthInBytes, c->Height, 1), true);
+    decide_and_act(call, &s, &d, g.bytes);
 }
 
 /* CUDA_MEMCPY3D and CUDA_MEMCPY3D_PEER name their fields alike; the peer
  * form adds the two contexts (sctx, dctx: NULL for the plain one). */
-#define CONSIDER_3D(call, c, sctx, dctx)                                                    \
+#define CONSIDER_3D(call, c, check, sctx, dctx)                                             \
     do {                                                                                    \
-        struct copy_end s_ = {0}, d_ = {0};                                                      \
-        if ((c) == NULL || (c)->WidthInBytes == 0 || (c)->Height == 0 || (c)->Depth == 0)   \
+        struct copy_end s_ = {0}, d_ = {0};                                                 \
+        struct copy_geometry g_;                                                            \
+        if (!check((c), &g_))                                                               \
             return;                                                                         \
-        size_t so_ = offset_3d((c)->srcXInBytes, (c)->srcY, (c)->srcZ, (c)->srcPitch,       \
-                               (c)->srcHeight);                                             \
-        size_t do_ = offset_3d((c)->dstXInBytes, (c)->dstY, (c)->dstZ, (c)->dstPitch,       \
-                               (c)->dstHeight);                                             \
-        struct_end((c)->srcMemoryType, (c)->srcDevice, so_, sctx, &s_);                     \
-        struct_end((c)->dstMemoryType, (c)->dstDevice, do_, dctx, &d_);                     \
-        struct_host((c)->srcMemoryType, (c)->srcHost, (c)->srcDevice, so_, (c)->srcPitch,   \
-                    (c)->srcHeight, (c)->WidthInBytes, (c)->Height, (c)->Depth, false);     \
-        struct_host((c)->dstMemoryType, (c)->dstHost, (c)->dstDevice, do_, (c)->dstPitch,   \
-                    (c)->dstHeight, (c)->WidthInBytes, (c)->Height, (c)->Depth, true);      \
-        decide_and_act(call, &s_, &d_, (c)->WidthInBytes * (c)->Height * (c)->Depth);       \
+        struct_end((c)->srcMemoryType, (c)->srcDevice, g_.src_off, g_.src_span, sctx, &s_); \
+        struct_end((c)->dstMemoryType, (c)->dstDevice, g_.dst_off, g_.dst_span, dctx, &d_); \
+        struct_host((c)->srcMemoryType, (c)->srcHost, (c)->srcDevice, g_.src_off,           \
+                    g_.src_span, struct_whole((c)->srcPitch, (c)->srcHeight,               \
+                                              (c)->WidthInBytes, (c)->Height, (c)->Depth), \
+                    false);                                                                 \
+        struct_host((c)->dstMemoryType, (c)->dstHost, (c)->dstDevice, g_.dst_off,           \
+                    g_.dst_span, struct_whole((c)->dstPitch, (c)->dstHeight,               \
+                                              (c)->WidthInBytes, (c)->Height, (c)->Depth), \
+                    true);                                                                  \
+        decide_and_act(call, &s_, &d_, g_.bytes);                                           \
     } while (0)
 
 void copy_consider_3d(struct copy_call *call, const CUDA_MEMCPY3D *c)
 {
-    CONSIDER_3D(call, c, NULL, NULL);
+    CONSIDER_3D(call, c, copy_check_3d, NULL, NULL);
 }
 
 void copy_consider_3d_peer(struct copy_call *call, const CUDA_MEMCPY3D_PEER *c)
 {
-    CONSIDER_3D(call, c, c->srcContext, c->dstContext);
+    CONSIDER_3D(call, c, copy_check_3d_peer, c->srcContext, c->dstContext);
 }
 
-void copy_consider_batch(struct copy_call *call, const CUdeviceptr *dsts,
-                         const CUdeviceptr *srcs, const size_t *sizes, size_t count)
+/* A batch is considered only once the whole of it is one the driver
+ * accepts: it queues nothing of a batch it refuses, and the shim reads no
+ * element past the first one it would refuse (copy_check.h). */
+void copy_consider_batch(struct copy_call *call, const struct copy_batch *b)
 {
-    if (dsts == NULL || srcs == NULL || sizes == NULL)
+    if (!copy_check_batch(b))
         return;
-    for (size_t i = 0; i < count; i++)
-        copy_consider(call, dsts[i], NULL, srcs[i], NULL, sizes[i]);
+    for (size_t i = 0; i < b->count; i++)
+        copy_consider(call, b->dsts[i], NULL, b->srcs[i], NULL, b->sizes[i]);
 }
 
-static void operand_end(const CUmemcpy3DOperand *op, struct copy_end *e)
+static void operand_end(const CUmemcpy3DOperand *op, size_t span, struct copy_end *e)
 {
-    if (op->type == CU_MEMCPY_OPERAND_TYPE_POINTER && op->op.ptr.ptr != 0) {
-        resolve_end(op->op.ptr.ptr, NULL, e);
+    if (op->type == CU_MEMCPY_OPERAND_TYPE_POINTER) {
+        resolve_end(op->op.ptr.ptr, NULL, span, e);
         return;
     }
     e->route.known = false;
     e->ctx = NULL;
 }
 
-void copy_consider_3d_batch(struct copy_call *call, size_t count,
-                            const CUDA_MEMCPY3D_BATCH_OP *ops)
+/* A pointer operand's rows and layers are its whole span. */
+static bool operand_whole(const CUmemcpy3DOperand *o, const CUextent3D *e)
 {
-    if (ops == NULL)
+    size_t row = o->op.ptr.rowLength ? o->op.ptr.rowLength : e->width;
+    size_t layer = o->op.ptr.layerHeight ? o->op.ptr.layerHeight : e->height;
+    return struct_whole(row, layer, e->width, e->height, e->depth);
+}
+
+void copy_consider_3d_batch(struct copy_call *call, size_t count,
+                            const CUDA_MEMCPY3D_BATCH_OP *ops, unsigned long long flags)
+{
+    if (!copy_check_3d_batch(count, ops, flags, call->stream, call->per_thread))
         return;
     for (size_t i = 0; i < count; i++) {
         struct copy_end s = {0}, d = {0};
         const CUDA_MEMCPY3D_BATCH_OP *op = &ops[i];
-        size_t bytes = op->extent.width * op->extent.height * op->extent.depth;
-        if (bytes == 0)
-            continue;
-        operand_end(&op->src, &s);
-        operand_end(&op->dst, &d);
+        size_t ss = copy_check_operand_span(&op->src, &op->extent);
+        size_t ds = copy_check_operand_span(&op->dst, &op->extent);
+        operand_end(&op->src, ss, &s);
+        operand_end(&op->dst, ds, &d);
         if (bounce_active()) {
-            /* Pointer operands only; the extent read as a linear span is a
-             * bound (rows are whole when the row length is the width). */
             if (op->src.type == CU_MEMCPY_OPERAND_TYPE_POINTER)
-                host_touch(&s, op->src.op.ptr.ptr, bytes, false, true);
+                host_touch(&s, op->src.op.ptr.ptr, ss, false, true);
             if (op->dst.type == CU_MEMCPY_OPERAND_TYPE_POINTER)
-                host_touch(&d, op->dst.op.ptr.ptr, bytes, true, false);
+                host_touch(&d, op->dst.op.ptr.ptr, ds, true, operand_whole(&op->dst, &op->extent));
         }
-        decide_and_act(call, &s, &d, bytes);
+        decide_and_act(call, &s, &d, copy_check_op_bytes(op));
     }
 }
 
@@ -460,6 +475,8 @@ struct copy_action copy_consider_host(struct copy_call *call, CUdeviceptr device
                                       const void *host_ptr, size_t bytes, bool to_device,
                                       bool sync)
 {
+    if (!copy_check_span(device_ptr, bytes) || !copy_check_span((uintptr_t)host_ptr, bytes))
+        return (struct copy_action){false, CUDA_SUCCESS}; /* refused: the driver's */
     struct copy_action act = host_copy(call, device_ptr, host_ptr, bytes, to_device, sync);
     host_copy_note(call, device_ptr, host_ptr, bytes, to_device, act.replaced);
     return act;

@@ -5,7 +5,9 @@
  * exactly: the shim changes only whether the driver may use the peer link.
  *
  * Arguments are never trusted: anything malformed (NULL descriptors, size
- * 0, unknown pointers) is left for the driver to answer as it would. */
+ * 0, unknown pointers) is left for the driver to answer as it would, and a
+ * call the driver refuses (copy_check.h) is neither enabled for, counted
+ * nor recorded. */
 #ifndef P2PSHIM_COPY_H
 #define P2PSHIM_COPY_H
 
@@ -67,10 +69,12 @@ void copy_consider(struct copy_call *call, CUdeviceptr dst, CUcontext dst_ctx,
 void copy_consider_2d(struct copy_call *call, const CUDA_MEMCPY2D *c);
 void copy_consider_3d(struct copy_call *call, const CUDA_MEMCPY3D *c);
 void copy_consider_3d_peer(struct copy_call *call, const CUDA_MEMCPY3D_PEER *c);
-void copy_consider_batch(struct copy_call *call, const CUdeviceptr *dsts,
-                         const CUdeviceptr *srcs, const size_t *sizes, size_t count);
+/* Batches: considered only when the driver would accept the whole call
+ * (copy_check.h), each element then as one copy. */
+struct copy_batch;
+void copy_consider_batch(struct copy_call *call, const struct copy_batch *b);
 void copy_consider_3d_batch(struct copy_call *call, size_t count,
-                            const CUDA_MEMCPY3D_BATCH_OP *ops);
+                            const CUDA_MEMCPY3D_BATCH_OP *ops, unsigned long long flags);
 
 /* A host<->device copy: counted and recorded; a D2H may become a device
  * snapshot and an H2D a copy from one (bounce.h). to_device: host-to-

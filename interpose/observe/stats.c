@@ -28,6 +28,23 @@ static struct pair_counters *slot(int src, int dst, enum route_reason reason)
     return &pairs[src][dst];
 }
 
+/* *c += n, stopping at UINT64_MAX: a byte count never wraps to a small
+ * figure (a sum of accepted copies reaches it only in theory; the
+ * counter then says "at least this"). */
+P2PSHIM_HOT static void add_saturating(_Atomic uint64_t *c, uint64_t n)
+{
+    uint64_t old = atomic_load_explicit(c, memory_order_relaxed), sum;
+    do {
+        sum = old > UINT64_MAX - n ? UINT64_MAX : old + n;
+    } while (!atomic_compare_exchange_weak_explicit(c, &old, sum, memory_order_relaxed,
+                                                    memory_order_relaxed));
+}
+
+static uint64_t sum_saturating(uint64_t a, uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
 void stats_warm(void)
 {
     /* Adding 0 writes the page: its first fault happens now, not in the
@@ -41,11 +58,11 @@ P2PSHIM_HOT void stats_count(int src_dev, int dst_dev, enum route_reason reason,
     if ((unsigned)reason >= ROUTE_REASON_COUNT)
         return;
     atomic_fetch_add_explicit(&c->copies, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&c->bytes, bytes, memory_order_relaxed);
+    add_saturating(&c->bytes, bytes);
     atomic_fetch_add_explicit(&c->by_reason[reason], 1, memory_order_relaxed);
     if (route_reason_is_upgrade(reason)) {
         atomic_fetch_add_explicit(&c->upgraded, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&c->upgraded_bytes, bytes, memory_order_relaxed);
+        add_saturating(&c->upgraded_bytes, bytes);
     }
 }
 
@@ -139,13 +156,13 @@ void stats_report(void)
                 continue;
             snprintf(label, sizeof label, "pair=%d->%d", s, d);
             report_pair(label, &p);
-            total.copies += p.copies;
-            total.upgraded += p.upgraded;
-            total.passed += p.passed;
-            total.bytes += p.bytes;
-            total.upgraded_bytes += p.upgraded_bytes;
+            total.copies = sum_saturating(total.copies, p.copies);
+            total.upgraded = sum_saturating(total.upgraded, p.upgraded);
+            total.passed = sum_saturating(total.passed, p.passed);
+            total.bytes = sum_saturating(total.bytes, p.bytes);
+            total.upgraded_bytes = sum_saturating(total.upgraded_bytes, p.upgraded_bytes);
             for (int r = 0; r < ROUTE_REASON_COUNT; r++)
-                total.by_reason[r] += p.by_reason[r];
+                total.by_reason[r] = sum_saturating(total.by_reason[r], p.by_reason[r]);
         }
     }
     snapshot(&far_counts, &p);

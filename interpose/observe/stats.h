@@ -9,11 +9,13 @@
 
 #include "route_reason.h"
 
-/* Counts one copy (or batch element). src/dst are ordinals (ignored for
- * reasons that are not cross-GPU). */
 /* The shim's start: touches the counters a same-device or host copy
  * writes (lifecycle at_start). */
 void stats_warm(void);
+/* Counts one copy (or batch element) the driver was not seen to refuse
+ * (copy_check.h). src/dst are ordinals (ignored for reasons that are not
+ * cross-GPU). Byte counts and the summary's totals stop at UINT64_MAX
+ * rather than wrap. */
 void stats_count(int src_dev, int dst_dev, enum route_reason reason, size_t bytes);
 
 /* Counts one event of the shim's own: a peer enable done or failed. */

@@ -5,6 +5,7 @@
  * replacement (bounce.h). */
 #include "copy.h"
 #include "copy_alias.h"
+#include "copy_check.h"
 #include "hooks.h"
 #include "link_life.h"
 #include "pool_relay.h"
@@ -127,20 +128,24 @@ WRAP_STRUCT_ASYNC(cuMemcpy3DPeerAsync, CUDA_MEMCPY3D_PEER, 3d_peer)
 WRAP_STRUCT_ASYNC(cuMemcpy3DPeerAsync_ptsz, CUDA_MEMCPY3D_PEER, 3d_peer)
 
 /* ---- batches: the 12080 signature carries failIdx, 13000's does not ---- */
+#define CONSIDER_BATCH                                                        \
+    copy_consider_batch(call, &(struct copy_batch){dsts, srcs, sizes, count, attrs, \
+                                                   attrsIdxs, numAttrs, s,    \
+                                                   call->per_thread})
 #define WRAP_BATCH_12080(name)                                                \
     WRAP_STREAM(name,                                                         \
          (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,  \
           CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,      \
           size_t *failIdx, CUstream s),                                       \
          (dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, s),  \
-         s, copy_consider_batch(call, dsts, srcs, sizes, count))
+         s, CONSIDER_BATCH)
 #define WRAP_BATCH_13000(name)                                                \
     WRAP_STREAM(name,                                                         \
          (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,  \
           CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,      \
           CUstream s),                                                        \
          (dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, s),           \
-         s, copy_consider_batch(call, dsts, srcs, sizes, count))
+         s, CONSIDER_BATCH)
 
 WRAP_BATCH_12080(cuMemcpyBatchAsync)
 WRAP_BATCH_12080(cuMemcpyBatchAsync_ptsz)
@@ -151,12 +156,12 @@ WRAP_BATCH_13000(cuMemcpyBatchAsync_v2_ptsz)
     WRAP_STREAM(name,                                                         \
                 (size_t n, CUDA_MEMCPY3D_BATCH_OP *ops, size_t *failIdx,      \
                  unsigned long long flags, CUstream s),                       \
-                (n, ops, failIdx, flags, s), s, copy_consider_3d_batch(call, n, ops))
+                (n, ops, failIdx, flags, s), s, copy_consider_3d_batch(call, n, ops, flags))
 #define WRAP_3DBATCH_13000(name)                                              \
     WRAP_STREAM(name,                                                         \
                 (size_t n, CUDA_MEMCPY3D_BATCH_OP *ops, unsigned long long flags, \
                  CUstream s),                                                 \
-                (n, ops, flags, s), s, copy_consider_3d_batch(call, n, ops))
+                (n, ops, flags, s), s, copy_consider_3d_batch(call, n, ops, flags))
 
 WRAP_3DBATCH_12080(cuMemcpy3DBatchAsync)
 WRAP_3DBATCH_12080(cuMemcpy3DBatchAsync_ptsz)

@@ -8,6 +8,7 @@
 #   LT_DEMO      p2pdemo                     LT_BUILD   the build folder
 #   LT_CMAKE     cmake                       LT_VERSION the project version
 #   LT_LIBDIR    the install libdir (GNUInstallDirs), relative to the prefix
+#   LT_REFUSED   pl_refused (tests/preload/refused.c): calls the driver refuses
 # LD_PRELOAD is put on the commands run, never on this shell.
 set -u
 L=$LT_LAUNCHER
@@ -213,6 +214,119 @@ case_signals() {
     wait "$pid"; rc=$?
     expect_rc "SIGTERM forwarded once" 41
     expect_out "SIGTERM forwarded" "got 1 signal(s)"
+}
+
+# signo NAME: the number of signal NAME (SIGRTMIN+1 as RTMIN+1).
+signo() {
+    "${LT_PYTHON:-python3}" -c "import signal,sys; n=sys.argv[1]
+print(signal.SIGRTMIN + int(n[6:]) if n.startswith('RTMIN+') else getattr(signal, 'SIG' + n))" "$1"
+}
+# start_bg [VAR=value...] -- ARGS...: the launcher in the background (its
+# pid in $pid), started once the program made $dir/ready.
+start_bg() {
+    vars=""
+    while [ "$1" != "--" ]; do vars="$vars $1"; shift; done
+    shift
+    rm -f "$dir/ready"
+    # shellcheck disable=SC2086
+    env LD_PRELOAD="$SAN" $vars "$L" "$@" >"$dir/out" 2>"$dir/err" &
+    pid=$!
+    i=0
+    while [ ! -e "$dir/ready" ] && [ $i -lt 500 ]; do sleep 0.02; i=$((i + 1)); done
+    [ -e "$dir/ready" ] || bad "the program never started"
+}
+# The state letter of process $1 (R, S, T, ...) from /proc.
+pstate() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1; }
+
+case_signals_all() {
+    # Each signal sent to the launcher reaches the program once, the
+    # launcher lives on and exits with the program's status. SIGINT and
+    # SIGQUIT too, although a background job of a script ignores them.
+    for name in USR1 USR2 ALRM HUP INT QUIT TERM WINCH PIPE URG RTMIN+1; do
+        n=$(signo "$name")
+        start_bg -- run "$P" wait "$dir/ready" "$n"
+        kill "-$n" "$pid"
+        wait "$pid"; rc=$?
+        expect_rc "SIG$name forwarded" 41
+        expect_out "SIG$name forwarded once" "got 1 signal(s)"
+    done
+    # A value queued with a signal goes with it.
+    n=$(signo RTMIN+2)
+    start_bg -- run "$P" wait "$dir/ready" "$n"
+    "$P" sigqueue "$pid" "$n" 4242 || bad "sigqueue failed"
+    wait "$pid"; rc=$?
+    expect_rc "queued signal" 41; expect_out "queued signal's value" "value 4242"
+    # A signal the program does not catch kills it: 128+N, and said.
+    start_bg -- run "$P" wait "$dir/ready"
+    kill -USR1 "$pid"
+    wait "$pid"; rc=$?
+    expect_rc "SIGUSR1 kills the program" $((128 + $(signo USR1)))
+    expect_err "SIGUSR1 kills the program" "was killed by signal $(signo USR1) "
+}
+
+case_signals_report() {
+    # A batch system's warning before its time limit (Slurm's
+    # --signal=USR1@N) while a CUDA program runs: the program gets it, the
+    # report is written when it ends.
+    n=$(signo USR1)
+    start_bg "LD_LIBRARY_PATH=$LT_STANDIN" "P2PSHIM_LIBRARY=$LT_SHIM" \
+        "P2PSHIM_TOPO_FILE=$dir/none.json" "P2PSHIM_TRUST=skip" -- run \
+        --log "$dir/run-%p.jsonl" --report "$dir/r.txt" -- sh -c \
+        '"$1" 1 2 >/dev/null && exec "$2" wait "$3" "$4"' sh "$LT_DEMO" "$P" "$dir/ready" "$n"
+    kill -USR1 "$pid"
+    wait "$pid"; rc=$?
+    expect_rc "USR1 with --report" 41
+    expect_out "USR1 with --report" "got 1 signal(s)"
+    grep -q "copies between GPUs" "$dir/r.txt" 2>/dev/null ||
+        bad "USR1 with --report: no report: $(cat "$dir/err")"
+}
+
+case_signals_job() {
+    # SIGTSTP sent to the launcher stops the program and the launcher (a
+    # shell waiting for the job sees it stop); SIGCONT resumes both.
+    start_bg -- run "$P" wait "$dir/ready"
+    child=$(cat "/proc/$pid/task/$pid/children" 2>/dev/null | tr -d ' ')
+    [ -n "$child" ] || bad "no child of the launcher"
+    kill -TSTP "$pid"
+    i=0
+    while { [ "$(pstate "$pid")" != T ] || [ "$(pstate "$child")" != T ]; } && [ $i -lt 250 ]; do
+        sleep 0.02; i=$((i + 1))
+    done
+    [ "$(pstate "$pid")" = T ] || bad "SIGTSTP: the launcher is $(pstate "$pid"), not stopped"
+    [ "$(pstate "$child")" = T ] || bad "SIGTSTP: the program is $(pstate "$child"), not stopped"
+    kill -CONT "$pid"
+    i=0
+    while [ "$(pstate "$child")" = T ] && [ $i -lt 250 ]; do sleep 0.02; i=$((i + 1)); done
+    [ "$(pstate "$child")" != T ] || bad "SIGCONT: the program is still stopped"
+    kill -TERM "$pid"
+    wait "$pid"; rc=$?
+    expect_rc "after stop and continue" 41
+    expect_out "after stop and continue" "got 1 signal(s)"
+}
+
+case_signals_group() {
+    # The program signals its own process group, the launcher among it:
+    # the program has its copy, the launcher sends it no second one.
+    n=$(signo USR2)
+    rm -f "$dir/ready"
+    env LD_PRELOAD="$SAN" setsid "$L" run "$P" wait-group "$dir/ready" "$n" \
+        >"$dir/out" 2>"$dir/err"
+    rc=$?
+    expect_rc "the program's group signal" 41
+    expect_out "the program's group signal, once" "got 1 signal(s)"
+}
+
+case_refused_report() {
+    # Copies the driver refuses (SIZE_MAX bytes, past an allocation) and
+    # three good ones, under run --report: the report is written (exit 0)
+    # and counts the good copies only.
+    launch "LD_LIBRARY_PATH=$LT_STANDIN" "P2PSHIM_LIBRARY=$LT_SHIM" "P2PSHIM_TRUST=skip" \
+        "P2PSHIM_TOPO_FILE=$dir/none.json" -- run --log "$dir/run.jsonl" \
+        --report "$dir/r.txt" "$LT_REFUSED" shim linear
+    expect_rc "refused copies, --report" 0
+    grep -q "verdict: 1 process, 3 copies between GPUs (16.0 KiB)" "$dir/r.txt" 2>/dev/null ||
+        bad "refused copies: the report: $(cat "$dir/r.txt" "$dir/err" 2>/dev/null)"
+    grep -q "64-bit limit" "$dir/r.txt" && bad "refused copies: figures at the 64-bit limit"
 }
 
 case_topo_list() {

@@ -130,7 +130,8 @@ CUresult sd_known_operand(uintptr_t p, size_t span, struct sd_alloc **out)
  * that no allocation holds is a bad device pointer. */
 CUresult sd_any_operand(uintptr_t p, size_t span, struct sd_alloc **out)
 {
-    if (p == 0)
+    /* A range that wraps the address space is no memory at all. */
+    if (p == 0 || span > UINTPTR_MAX - p)
         return CUDA_ERROR_INVALID_VALUE;
     struct sd_alloc *a = sd_lookup(p);
     if (!a) {

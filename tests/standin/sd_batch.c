@@ -169,12 +169,14 @@ static CUresult operand3d(const CUmemcpy3DOperand *o, const CUextent3D *ext, uin
         return CUDA_ERROR_INVALID_VALUE;
     size_t row = o->op.ptr.rowLength ? o->op.ptr.rowLength : ext->width;
     size_t layer = o->op.ptr.layerHeight ? o->op.ptr.layerHeight : ext->height;
-    if (row < ext->width || layer < ext->height)
+    size_t ls, lr, span;
+    if (row < ext->width || layer < ext->height || __builtin_mul_overflow(row, layer, slice) ||
+        __builtin_mul_overflow(ext->depth - 1, *slice, &ls) ||
+        __builtin_mul_overflow(ext->height - 1, row, &lr) || __builtin_add_overflow(ls, lr, &span) ||
+        __builtin_add_overflow(span, ext->width, &span))
         return CUDA_ERROR_INVALID_VALUE;
     *addr = o->op.ptr.ptr;
     *pitch = row;
-    *slice = row * layer;
-    size_t span = (ext->depth - 1) * *slice + (ext->height - 1) * row + ext->width;
     return sd_any_operand(*addr, span, a);
 }
 

@@ -232,23 +232,28 @@ static CUresult resolve_side(const struct side3 *sd3, size_t w, size_t h, size_t
         return CUDA_ERROR_INVALID_VALUE;
     if (d > 1 && sd3->height < h)
         return CUDA_ERROR_INVALID_VALUE;
-    size_t slice = sd3->pitch * sd3->height;
-    size_t first = sd3->x + sd3->y * sd3->pitch + sd3->z * slice;
-    size_t last = sd3->x + (w - 1) + (sd3->y + h - 1) * sd3->pitch + (sd3->z + d - 1) * slice;
-    size_t span = last - first + 1;
+    /* Sums that wrap the address space name no memory. */
+    size_t slice, zo, yo, first, ls, lr, span;
+    if (__builtin_mul_overflow(sd3->pitch, sd3->height, &slice) ||
+        __builtin_mul_overflow(sd3->z, slice, &zo) ||
+        __builtin_mul_overflow(sd3->y, sd3->pitch, &yo) || __builtin_add_overflow(zo, yo, &first) ||
+        __builtin_add_overflow(first, sd3->x, &first) ||
+        __builtin_mul_overflow(d - 1, slice, &ls) || __builtin_mul_overflow(h - 1, sd3->pitch, &lr) ||
+        __builtin_add_overflow(ls, lr, &span) || __builtin_add_overflow(span, w, &span))
+        return CUDA_ERROR_INVALID_VALUE;
     switch (sd3->type) {
     case CU_MEMORYTYPE_HOST:
-        if (!sd3->host)
+        if (!sd3->host || first > UINTPTR_MAX - U(sd3->host))
             return CUDA_ERROR_INVALID_VALUE;
         *addr = U(sd3->host) + first;
         return sd_any_operand(*addr, span, a);
     case CU_MEMORYTYPE_DEVICE:
-        if (!sd3->dev)
+        if (!sd3->dev || first > UINTPTR_MAX - sd3->dev)
             return CUDA_ERROR_INVALID_VALUE;
         *addr = sd3->dev + first;
         return sd_known_operand(*addr, span, a);
     case CU_MEMORYTYPE_UNIFIED:
-        if (!sd3->dev)
+        if (!sd3->dev || first > UINTPTR_MAX - sd3->dev)
             return CUDA_ERROR_INVALID_VALUE;
         *addr = sd3->dev + first;
         return sd_any_operand(*addr, span, a);

@@ -63,9 +63,14 @@ static const char usage_text[] =
     "staged GB/s) minus bytes / peer GB/s (the table's, else the best PTOP\n"
     "GB/s the log shows for the pair; else no estimate).\n"
     "\n"
-    "A log from a pipe or in gzip form is copied to a temporary file first.\n"
-    "Exit status: 0 done; 1 a file could not be read or written, or the log\n"
-    "(or --topo FILE) is malformed (the message names the line); 2 usage.\n";
+    "A log from a pipe is copied to a temporary file first (a gzip one as it\n"
+    "is, compressed); a gzip log is read through gzip -dc. A line that cannot be\n"
+    "read (not JSON, longer than 64 MiB) is skipped: the report and one warning\n"
+    "say how many and which was the first. A size past the signed 64-bit range\n"
+    "reads as that limit (the report says so).\n"
+    "Exit status: 0 done; 1 a file could not be read or written, or is no run\n"
+    "log (its first line no header this report reads; the message names the\n"
+    "line), or --topo FILE is malformed; 2 usage.\n";
 
 const char *report_format_for(const char *path)
 {

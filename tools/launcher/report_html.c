@@ -65,12 +65,30 @@ static void put_run(FILE *f, const char *log_path, const struct report_info *in,
                                                    : "none (estimates use the "
                                                      "log's best PTOP GB/s)");
     fputs("</dl>\n", f);
-    if (in->cut_short)
+    if (in->cut_short && in->log_cut) {
+        fputs("<p class=\"note\" id=\"cut-short\">Cut short: ", f);
+        report_put_html(f, report_cut_words(in));
+        fprintf(f, ": the shim could not write the log past line %lld. The figures cover "
+                "what was written.</p>\n", (long long)in->log_cut_line);
+    } else if (in->cut_short) {
         fputs("<p class=\"note\" id=\"cut-short\">No footer: the log was cut short "
               "(crash, _exit or kill). The figures cover what was written.</p>\n", f);
+    } else if (in->log_cut) {
+        fputs("<p class=\"note\" id=\"log-cut\">", f);
+        report_put_html(f, report_cut_words(in));
+        fprintf(f, ": the shim could not write part of the log (from line %lld). The "
+                "figures miss what it could not write.</p>\n", (long long)in->log_cut_line);
+    }
     if (in->torn_tail)
         fputs("<p class=\"note\">The last line was cut mid-write and is "
               "ignored.</p>\n", f);
+    if (in->bad_lines) {
+        fprintf(f, "<p class=\"note\" id=\"bad-lines\">%lld unreadable line(s) skipped "
+                "(the first: line %lld: ", (long long)in->bad_lines,
+                (long long)in->first_bad_line);
+        report_put_html(f, in->first_bad_why);
+        fputs("). The figures miss them.</p>\n", f);
+    }
     if (in->f_dropped)
         fprintf(f, "<p class=\"note\" id=\"dropped\">%lld decision(s) were dropped "
                 "(P2PSHIM_RECORD_LIMIT): the figures miss them.</p>\n",

@@ -1,6 +1,7 @@
 /* Internals of p2pshim report, shared by its modules:
  *   report_log.c      reads and joins the run log (two streaming passes)
  *   report_input.c    opens a log so that it can be read twice
+ *   report_read.c     reads its lines, bounded, and their numbers
  *   report_lines.c    reads one line's members
  *   report_topo.c     reads the bandwidth table
  *   report_summary.c  aggregates copies per device pair
@@ -17,6 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "log_vocab.h"
 
@@ -141,7 +143,20 @@ struct report_info {
     bool torn_tail;        /* the last line was cut mid-write (ignored) */
     int64_t lines, decisions, activity_lines, orphan_activities;
     int64_t events, unknown_lines;
+    /* Lines skipped as unreadable (not JSON, not an object, longer than
+     * the line limit, a later header of no version read here): how
+     * many, the first one's number (0: none) and why. */
+    int64_t bad_lines, first_bad_line;
+    char first_bad_why[96];
+    /* The shim's log-cut marker: it could not write the log on (why: its
+     * reason, "disk-full" and others), from that line. */
+    bool log_cut;
+    int64_t log_cut_line;
+    char log_cut_why[48];
 };
+
+/* How a log-cut reason reads in a sentence ("disk full"). */
+const char *report_cut_words(const struct report_info *in);
 
 /* Callbacks, all optional. Per line, in file order: header (each header
  * line, with its own clock pair), decision, activity (d: the decision it
@@ -168,6 +183,35 @@ struct report_pair_index;
  * temporary file, gzip inflated whole); NULL with the reason in why
  * ("cannot open: No such file or directory", "truncated gzip file"). */
 FILE *report_input_open(const char *path, char *why, size_t why_len);
+/* report_read.c: a log's lines, one at a time, each kept up to a limit:
+ * the rest of a longer line is read and dropped up to its newline, so a
+ * reader holds at most the limit whatever the file holds. */
+struct report_reader {
+    FILE *f;
+    size_t max;            /* bytes of a line kept at most */
+    char *line;            /* the line's kept bytes, its newline included */
+    size_t cap, kept;      /* line's room; bytes in it */
+    bool newline;          /* the line ended with a newline (a last one may not) */
+    char *buf;             /* read ahead of line */
+    size_t pos, end;
+};
+/* A reader of f keeping max bytes of a line; false: no memory. */
+bool report_reader_init(struct report_reader *r, FILE *f, size_t max);
+/* The next line: its whole length (a last line may lack its newline),
+ * r->kept of it in r->line (fewer when it is longer than r->max); -1 at
+ * the end of f or on a read error (ferror(f) tells). */
+int64_t report_reader_next(struct report_reader *r);
+/* After f was put back to its start (or replaced by rewinding its input). */
+void report_reader_reset(struct report_reader *r, FILE *f);
+void report_reader_free(struct report_reader *r);
+/* Parses a line (len bytes at line, which it may rewrite) as JSON: an
+ * integer past the 64-bit signed range (a size written as unsigned) is
+ * read as INT64_MAX (INT64_MIN below) and *clamped set; NULL as
+ * json_loadb says, *err filled. */
+struct json_error_t;
+struct json_t *report_parse_line(char *line, size_t len, bool *clamped,
+                                 struct json_error_t *err);
+
 /* A cheap look for "type":"<type>" in a line, before parsing it. */
 bool report_line_looks_like(const char *line, size_t len, const char *type);
 /* The processes of the run pass 1 is in (report_log.c says how runs are
@@ -187,12 +231,13 @@ void report_run_restart(struct report_run *r);
 /* A reader: holds the info and the interned names. NULL: no memory. */
 struct report_log *report_log_new(void);
 /* Reads path through v, once per reader. Returns 0, or -1 with err set to
- * one line naming the file and line ("run.log:7: invalid JSON: ..."): the
- * file cannot be read (or read twice: not a pipe), a line is not a JSON
- * object (except a last line torn mid-write), or the first line is not a
- * version 1 or 2 header. */
-/* path "-" is standard input; a pipe or a gzip file is spooled to a
- * temporary file first. */
+ * one line naming the file and line ("run.log:1: invalid JSON: ..."): the
+ * file cannot be read (or read twice), or its run's first line is not a
+ * version 1 or 2 header. A later line that cannot be read (not JSON, not
+ * an object, longer than the line limit, a header of another version) is
+ * skipped and counted (report_info's bad_lines), a last line torn
+ * mid-write is ignored (torn_tail). path "-" is standard input
+ * (report_input_open says how each kind of file is read). */
 int report_log_read(struct report_log *log, const char *path,
                     const struct report_visitor *v, char *err, size_t errlen);
 /* The first file's info (a reader reads one file or several; each

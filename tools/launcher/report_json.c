@@ -154,6 +154,9 @@ static json_t *proc_json(const struct report_summary *s, int i)
     json_object_set_new(o, "staged_bytes", json_integer(p->staged_bytes));
     json_object_set_new(o, "candidates", json_integer(p->candidates));
     json_object_set_new(o, "candidate_bytes", json_integer(p->candidate_bytes));
+    json_object_set_new(o, "cut_short", json_boolean(in->cut_short));
+    json_object_set_new(o, "cut_reason", in->log_cut ? json_string(in->log_cut_why) : json_null());
+    json_object_set_new(o, "bad_lines", json_integer(in->bad_lines));
     json_t *by_action = json_object();
     for (int a = 0; a < nnames; a++)
         if (p->action_bytes[a] && report_action_of(names[a]) >= 0)

@@ -29,45 +29,7 @@
 
 #define MAX_LINE (64u << 20)   /* longer lines are not a shim's */
 
-struct key {
-    int64_t segment, id;   /* both 64-bit: no padding inside the hash key */
-};
-
-struct count {
-    struct key k;
-    int n;
-    UT_hash_handle hh;
-};
-
-struct pend {
-    struct key k;
-    int remaining;
-    struct report_decision d;   /* copy form */
-    UT_hash_handle hh;
-};
-
-/* The last footer of the process image being read. */
-struct image_footer {
-    bool seen;
-    int64_t records, dropped, activities, unjoined;
-};
-
-struct report_log {
-    struct report_info *info;  /* the file being read: files[nfiles - 1] */
-    struct report_info *files;
-    int nfiles, capfiles;
-    struct image_footer image_footer;
-    int64_t run_first_line;    /* the last run's first header */
-    int run_first_segment;
-    int nnames;
-    char *names[REPORT_MAX_NAMES];
-    struct count *counts;
-    struct pend *pending;
-    const struct report_visitor *v;
-    const char *path;
-    char *err;
-    size_t errlen;
-};
+#include "report_log_int.h"
 
 static int fail(struct report_log *log, int64_t line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -84,37 +46,6 @@ static int fail(struct report_log *log, int64_t line, const char *fmt, ...)
     vsnprintf(log->err + n, log->errlen - (size_t)n, fmt, ap);
     va_end(ap);
     return -1;
-}
-
-/* Slot 0 stands for an absent name, slot 1 for names past the cap. */
-static const char *intern(struct report_log *log, const char *s)
-{
-    if (!s)
-        return log->names[0];
-    for (int i = 0; i < log->nnames; i++)
-        if (strcmp(log->names[i], s) == 0)
-            return log->names[i];
-    if (log->nnames == REPORT_MAX_NAMES)
-        return log->names[1];
-    char *dup = strdup(s);
-    if (!dup)
-        return log->names[1];
-    log->names[log->nnames++] = dup;
-    return dup;
-}
-
-int report_log_names(const struct report_log *log, const char ***names)
-{
-    *names = (const char **)log->names;
-    return log->nnames;
-}
-
-int report_log_name_index(const struct report_log *log, const char *name)
-{
-    for (int i = 0; i < log->nnames; i++)
-        if (log->names[i] == name || strcmp(log->names[i], name) == 0)
-            return i;
-    return 1;
 }
 
 static const struct report_info empty_info;
@@ -134,90 +65,45 @@ const struct report_info *report_log_info(const struct report_log *log)
     return log->nfiles ? &log->files[0] : &empty_info;
 }
 
-/* ---- the copy form and the waiting decisions ---- */
-
-static void emit_copy(struct report_log *log, struct report_decision *c)
+/* Words taken from the log for a note, printable ASCII only: they go
+ * into a terminal, a page and JSON strings as they are. */
+static void ascii_only(char *s)
 {
-    if (!c->has_bytes && c->act.bytes >= 0) {
-        c->bytes = c->act.bytes;
-        c->has_bytes = true;
-    }
-    if (log->v->copy)
-        log->v->copy(log->v->ctx, c);
+    for (; *s; s++)
+        if (*s < 0x20 || *s > 0x7e)
+            *s = '?';
 }
 
-static void flush_pending(struct report_log *log)
+/* The shim's marker that it could not write the log on (a full disk):
+ * an event "log-cut" with its reason in "detail" (LOG_FORMAT.md), or a
+ * line {"event":"log-cut","reason":...}. NULL when o is neither; else its
+ * reason ("" when it names none). */
+static const char *log_cut_reason(json_t *o, const char *type)
 {
-    struct pend *p, *tmp;
-    HASH_ITER(hh, log->pending, p, tmp) {   /* insertion order */
-        HASH_DEL(log->pending, p);
-        emit_copy(log, &p->d);
-        free(p);
+    const char *why;
+    if (strcmp(type, "event") == 0) {
+        const char *what = report_json_str(o, "what");
+        if (!what || strcmp(what, "log-cut") != 0)
+            return NULL;
+    } else if (type[0] != '\0' || !(why = report_json_str(o, "event")) ||
+               strcmp(why, "log-cut") != 0) {
+        return NULL;
     }
+    why = report_json_str(o, "detail");
+    if (!why)
+        why = report_json_str(o, "reason");
+    return why ? why : "";
 }
 
-static void on_decision(struct report_log *log, json_t *o, int segment)
+static void on_log_cut(struct report_log *log, const char *why, int64_t lineno)
 {
-    struct report_decision d;
-    report_parse_decision(o, &d);
-    d.segment = segment;
-    log->info->decisions++;
-    if (log->v->decision)
-        log->v->decision(log->v->ctx, &d);
-    d.action = intern(log, d.action);
-    d.reason = intern(log, d.reason);
-    d.api = d.stream = d.src_kind = d.dst_kind = NULL;
-
-    struct key k = {segment, d.id};
-    struct count *c = NULL;
-    if (d.has_id)
-        HASH_FIND(hh, log->counts, &k, sizeof k, c);
-    struct pend *old = NULL;
-    if (d.has_id)
-        HASH_FIND(hh, log->pending, &k, sizeof k, old);
-    if (old) {   /* a repeated id: the first one is complete now */
-        HASH_DEL(log->pending, old);
-        emit_copy(log, &old->d);
-        free(old);
-    }
-    struct pend *p = c ? malloc(sizeof *p) : NULL;
-    if (!p) {   /* nothing will join it (or no memory: it goes unjoined) */
-        emit_copy(log, &d);
+    struct report_info *in = log->info;
+    if (in->log_cut)
         return;
-    }
-    p->k = k;
-    p->remaining = c->n;
-    p->d = d;
-    HASH_DEL(log->counts, c);
-    free(c);
-    HASH_ADD(hh, log->pending, k, sizeof p->k, p);
-}
-
-static void on_activity(struct report_log *log, json_t *o, int segment)
-{
-    struct report_activity a;
-    report_parse_activity(o, &a);
-    a.segment = segment;
-    log->info->activity_lines++;
-    struct pend *p = NULL;
-    struct key k = {segment, a.decision};
-    if (a.has_decision)
-        HASH_FIND(hh, log->pending, &k, sizeof k, p);
-    if (!p) {
-        log->info->orphan_activities++;
-        if (log->v->activity)
-            log->v->activity(log->v->ctx, &a, NULL);
-        return;
-    }
-    report_span_add(&p->d.act, a.kinds, a.has_span, a.start_ns, a.end_ns,
-             a.has_bytes ? a.bytes : -1);
-    if (log->v->activity)
-        log->v->activity(log->v->ctx, &a, &p->d);
-    if (--p->remaining <= 0) {
-        HASH_DEL(log->pending, p);
-        emit_copy(log, &p->d);
-        free(p);
-    }
+    in->log_cut = true;
+    in->log_cut_line = lineno;
+    snprintf(in->log_cut_why, sizeof in->log_cut_why, "%s", why);
+    ascii_only(in->log_cut_why);
 }
 
 static void on_event(struct report_log *log, json_t *o)
@@ -265,18 +151,23 @@ static char *dup_or_null(const char *s)
     return s ? strdup(s) : NULL;
 }
 
-static int on_header(struct report_log *log, json_t *o, int64_t lineno,
-                     int segment)
+/* Why a header line is none this reader reads (into why), or NULL. */
+static const char *header_problem(json_t *o, char *why, size_t len)
 {
     const char *format = report_json_str(o, "format");
     int64_t version;
     if (!format || strcmp(format, "p2pshim-log") != 0)
-        return fail(log, lineno, "not a p2pshim run log header (format is not "
-                                 "\"p2pshim-log\")");
-    if (!report_json_i64(o, "version", &version) || version < 1 || version > 2)
-        return fail(log, lineno, "log format version %lld: this report reads "
-                    "versions 1 and 2", report_json_i64(o, "version", &version)
-                    ? (long long)version : -1LL);
+        return "not a p2pshim run log header (format is not \"p2pshim-log\")";
+    if (report_json_i64(o, "version", &version) && version >= 1 && version <= 2)
+        return NULL;
+    snprintf(why, len, "log format version %lld: this report reads versions 1 and 2",
+             report_json_i64(o, "version", &version) ? (long long)version : -1LL);
+    return why;
+}
+
+/* A header that header_problem passed. */
+static void on_header(struct report_log *log, json_t *o, int segment)
+{
     int64_t clock_ns = 0, cupti_ns = 0;
     bool align = report_json_i64(o, "clock_ns", &clock_ns) &&
                  report_json_i64(o, "cupti_ns", &cupti_ns);
@@ -293,14 +184,13 @@ static int on_header(struct report_log *log, json_t *o, int64_t lineno,
         in->clock_ns = clock_ns;
         in->cupti_ns = cupti_ns;
     } else {
-        flush_pending(log);
+        report_join_flush(log);
         end_image(log);
     }
     in->segments = segment - log->run_first_segment + 1;
     in->cut_short = true;   /* until its footer */
     if (log->v->header)
         log->v->header(log->v->ctx, in, segment, align, clock_ns, cupti_ns);
-    return 0;
 }
 
 static const char *type_of(json_t *o)
@@ -309,22 +199,49 @@ static const char *type_of(json_t *o)
     return t ? t : "";
 }
 
-static int count_pass(struct report_log *log, FILE *f)
+/* A line of a pass, stripped of its newline and trailing blanks: n bytes
+ * at r->line; whole: not longer than the line limit. */
+struct pass_line {
+    char *text;
+    size_t n;
+    bool whole, torn;
+};
+
+static struct pass_line pass_line(const struct report_reader *r, int64_t len)
 {
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    int64_t segment = 0, lineno = 0;
+    struct pass_line l = {r->line, r->kept, (int64_t)r->kept == len, !r->newline};
+    while (l.n > 0 && (l.text[l.n - 1] == '\n' || l.text[l.n - 1] == '\r' ||
+                       l.text[l.n - 1] == ' ' || l.text[l.n - 1] == '\t'))
+        l.n--;
+    return l;
+}
+
+/* A header both passes count: one main_pass reads (so that the passes
+ * number the process images alike). */
+static bool readable_header(json_t *o)
+{
+    char why[128];
+    return header_problem(o, why, sizeof why) == NULL;
+}
+
+static int count_pass(struct report_log *log, struct report_reader *r)
+{
+    int64_t len, segment = 0, lineno = 0;
     struct report_run run = {0};
-    while ((len = getline(&line, &cap, f)) >= 0) {
+    while ((len = report_reader_next(r)) >= 0) {
         lineno++;
-        bool header = report_line_looks_like(line, (size_t)len, "header");
-        if (!header && !report_line_looks_like(line, (size_t)len, "activity"))
+        struct pass_line l = pass_line(r, len);
+        if (!l.whole)
             continue;
-        json_t *o = json_loadb(line, (size_t)len, 0, NULL);
+        bool header = report_line_looks_like(l.text, l.n, "header");
+        if (!header && !report_line_looks_like(l.text, l.n, "activity"))
+            continue;
+        json_error_t jerr;
+        bool clamped = false;
+        json_t *o = report_parse_line(l.text, l.n, &clamped, &jerr);
         const char *type = json_is_object(o) ? type_of(o) : "";
         int64_t id;
-        if (strcmp(type, "header") == 0) {
+        if (strcmp(type, "header") == 0 && (segment == 0 || readable_header(o))) {
             segment++;
             if (!report_run_continues(&run, o) || segment == 1) {
                 report_run_restart(&run);
@@ -348,74 +265,118 @@ static int count_pass(struct report_log *log, FILE *f)
     }
     log->info->processes = run.n > 1 ? run.n : 1;
     report_run_clear(&run);
-    free(line);
-    return ferror(f) ? fail(log, 0, "read error: %s", strerror(errno)) : 0;
+    return ferror(r->f) ? fail(log, 0, "read error: %s", strerror(errno)) : 0;
 }
 
-static int main_pass(struct report_log *log, FILE *f)
+/* A line pass 2 skips: counted; the first one named (report_info). */
+static void bad_line(struct report_log *log, int64_t lineno, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void bad_line(struct report_log *log, int64_t lineno, const char *fmt, ...)
 {
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    int64_t lineno = 0;
+    struct report_info *in = log->info;
+    if (in->bad_lines++ > 0)
+        return;
+    in->first_bad_line = lineno;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(in->first_bad_why, sizeof in->first_bad_why, fmt, ap);
+    va_end(ap);
+    ascii_only(in->first_bad_why);
+}
+
+/* One line of pass 2 that parsed as an object of that type, after the
+ * first header. */
+static void dispatch(struct report_log *log, json_t *o, const char *type, int64_t lineno,
+                     int *segment)
+{
+    char why[128];
+    const char *cut = log_cut_reason(o, type);
+    if (cut)
+        on_log_cut(log, cut, lineno);
+    if (strcmp(type, "header") == 0) {
+        const char *problem = header_problem(o, why, sizeof why);
+        if (problem)
+            bad_line(log, lineno, "%s", problem);
+        else
+            on_header(log, o, ++*segment);
+    } else if (strcmp(type, "decision") == 0) {
+        report_join_decision(log, o, *segment);
+    } else if (strcmp(type, "activity") == 0) {
+        report_join_activity(log, o, *segment);
+    } else if (strcmp(type, "event") == 0) {
+        on_event(log, o);
+    } else if (strcmp(type, "footer") == 0) {
+        on_footer(log, o);
+    } else if (!cut) {
+        log->info->unknown_lines++;
+    }
+}
+
+/* The first line of the run: a header this reader reads, or the file is
+ * not a run log it can read (-1, err set). */
+static int first_header(struct report_log *log, json_t *o, const char *type, int64_t lineno,
+                        int *segment)
+{
+    char why[128];
+    const char *problem;
+    if (!type)
+        return fail(log, lineno, "not a JSON object");
+    if (strcmp(type, "header") != 0)
+        return fail(log, lineno, "the first line is not a p2pshim log header");
+    if ((problem = header_problem(o, why, sizeof why)) != NULL)
+        return fail(log, lineno, "%s", problem);
+    on_header(log, o, *segment = log->run_first_segment);
+    return 0;
+}
+
+static int main_pass(struct report_log *log, struct report_reader *r)
+{
+    int64_t len, lineno = 0;
     int segment = 0, rc = 0;
-    while (rc == 0 && (len = getline(&line, &cap, f)) >= 0) {
+    while (rc == 0 && (len = report_reader_next(r)) >= 0) {
         lineno++;
-        bool torn = len == 0 || line[len - 1] != '\n';   /* only the last */
-        size_t n = (size_t)len;
-        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r' ||
-                         line[n - 1] == ' ' || line[n - 1] == '\t'))
-            n--;
-        if (n == 0)
+        struct pass_line l = pass_line(r, len);   /* only the last can be torn */
+        if (l.n == 0 && l.whole)
             continue;
         if (lineno < log->run_first_line) {   /* an earlier run */
             log->info->earlier_run_lines++;
             continue;
         }
         log->info->lines++;
-        if (n > MAX_LINE) {
-            rc = fail(log, lineno, "line longer than %u bytes", MAX_LINE);
-            break;
-        }
         json_error_t jerr;
-        json_t *o = json_loadb(line, n, 0, &jerr);
-        if (!o && torn && segment > 0) {   /* the writer was stopped mid-line */
+        bool clamped = false;
+        json_t *o = l.whole ? report_parse_line(l.text, l.n, &clamped, &jerr) : NULL;
+        if (!o && l.torn && segment > 0) {   /* the writer was stopped mid-line */
             log->info->torn_tail = true;
             log->info->lines--;
             break;
         }
-        if (!o) {
-            rc = fail(log, lineno, "invalid JSON: %s (column %d)", jerr.text,
-                      jerr.column);
-            break;
-        }
+        log->info->saturated |= clamped;
         const char *type = json_is_object(o) ? type_of(o) : NULL;
-        if (!type)
-            rc = fail(log, lineno, "not a JSON object");
-        else if (segment == 0 && strcmp(type, "header") != 0)
-            rc = fail(log, lineno, "the first line is not a p2pshim log header");
-        else if (strcmp(type, "header") == 0)
-            rc = on_header(log, o, lineno, segment = segment ? segment + 1
-                                                             : log->run_first_segment);
-        else if (strcmp(type, "decision") == 0)
-            on_decision(log, o, segment);
-        else if (strcmp(type, "activity") == 0)
-            on_activity(log, o, segment);
-        else if (strcmp(type, "event") == 0)
-            on_event(log, o);
-        else if (strcmp(type, "footer") == 0)
-            on_footer(log, o);
+        if (!l.whole)
+            snprintf(jerr.text, sizeof jerr.text, "line longer than %u bytes", MAX_LINE);
+        else if (!o)
+            snprintf(jerr.text + strlen(jerr.text), sizeof jerr.text - strlen(jerr.text),
+                     " (column %d)", jerr.column);
+        if (segment == 0 && !o)
+            rc = fail(log, lineno, "%s%s", l.whole ? "invalid JSON: " : "", jerr.text);
+        else if (segment == 0)
+            rc = first_header(log, o, type, lineno, &segment);
+        else if (!o)
+            bad_line(log, lineno, "%s%s", l.whole ? "invalid JSON: " : "", jerr.text);
+        else if (!type)
+            bad_line(log, lineno, "not a JSON object");
         else
-            log->info->unknown_lines++;
+            dispatch(log, o, type, lineno, &segment);
         json_decref(o);
     }
-    if (rc == 0 && ferror(f))
+    if (rc == 0 && ferror(r->f))
         rc = fail(log, lineno, "read error: %s", strerror(errno));
     if (rc == 0 && segment == 0)
         rc = fail(log, 0, "empty: no header line");
-    free(line);
     if (rc == 0) {
-        flush_pending(log);
+        report_join_flush(log);
         end_image(log);
     }
     return rc;
@@ -460,14 +421,21 @@ int report_log_read(struct report_log *log, const char *path,
     FILE *f = report_input_open(path, why, sizeof why);
     if (!f)
         return fail(log, 0, "%s", why);
-    int rc = count_pass(log, f);
+    struct report_reader r;
+    if (!report_reader_init(&r, f, MAX_LINE)) {
+        fclose(f);
+        return fail(log, 0, "out of memory");
+    }
+    int rc = count_pass(log, &r);
     if (log->run_first_segment == 0)
         log->run_first_segment = 1;   /* no header found: pass 2 says so */
     if (rc == 0 && fseek(f, 0, SEEK_SET) != 0)
         rc = fail(log, 0, "cannot read it twice: %s", strerror(errno));
+    report_reader_reset(&r, f);
     if (rc == 0)
-        rc = main_pass(log, f);
+        rc = main_pass(log, &r);
     fclose(f);
+    report_reader_free(&r);
     return rc;
 }
 

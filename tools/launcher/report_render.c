@@ -171,6 +171,20 @@ static void warn_topo(struct report_summary *s, struct report_topo *topo)
         topo->loaded = false;
 }
 
+/* One warning line per log with lines the reader skipped (the report
+ * says so too); log read logs[0..nlogs) in order, one file each. */
+static void warn_bad_lines(const struct report_log *log, const char *const *logs, int nlogs)
+{
+    for (int i = 0; log && i < report_log_file_count(log) && i < nlogs; i++) {
+        const struct report_info *in = report_log_file(log, i);
+        if (in->bad_lines)
+            launcher_error("report: warning: %s: %lld unreadable line(s) skipped (the first: "
+                           "line %lld: %s)", logs[i],
+                           (long long)in->bad_lines, (long long)in->first_bad_line,
+                           in->first_bad_why);
+    }
+}
+
 static bool reads_stdin(const char *const *logs, int nlogs)
 {
     for (int i = 0; i < nlogs; i++)
@@ -258,6 +272,8 @@ static int render(const char *const *logs, int nlogs, const char *out_path, bool
     }
     if (rc != 0)
         launcher_error("report: %s", err);
+    else
+        warn_bad_lines(log, logs, nlogs);
     int orc = close_output(out_path, &o, rc == 0);
     if (tr)
         report_trace_free(tr);

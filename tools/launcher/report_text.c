@@ -52,11 +52,23 @@ static void put_run(FILE *f, const char *log_path, const struct report_info *in,
         fputs("\n  topo      none (estimates use the log's best PTOP GB/s)", f);
     }
     fputc('\n', f);
-    if (in->cut_short)
+    if (in->cut_short && in->log_cut)
+        fprintf(f, "  note: cut short: %s: the shim could not write the log past line %lld; "
+                "the figures cover what was written\n", report_cut_words(in),
+                (long long)in->log_cut_line);
+    else if (in->cut_short)
         fputs("  note: no footer: the log was cut short (crash, _exit or kill); "
               "the figures cover what was written\n", f);
+    else if (in->log_cut)
+        fprintf(f, "  note: %s: the shim could not write part of the log (from line %lld); "
+                "the figures miss what it could not write\n", report_cut_words(in),
+                (long long)in->log_cut_line);
     if (in->torn_tail)
         fputs("  note: the last line was cut mid-write and is ignored\n", f);
+    if (in->bad_lines)
+        fprintf(f, "  note: %lld unreadable line(s) skipped (the first: line %lld: %s); "
+                "the figures miss them\n", (long long)in->bad_lines,
+                (long long)in->first_bad_line, in->first_bad_why);
     if (in->f_dropped || s->dropped_events)
         fprintf(f, "  note: %lld decision(s) were dropped (P2PSHIM_RECORD_LIMIT): "
                 "the figures miss them\n", (long long)in->f_dropped);
@@ -278,6 +290,10 @@ static void put_data_part(FILE *f, const struct report_summary *s,
     json_object_set_new(o, "footer", json_boolean(in->footers > 0));
     json_object_set_new(o, "cut_short", json_boolean(in->cut_short));
     json_object_set_new(o, "torn_tail", json_boolean(in->torn_tail));
+    json_object_set_new(o, "cut_reason", in->log_cut ? json_string(in->log_cut_why) : json_null());
+    json_object_set_new(o, "bad_lines", json_integer(in->bad_lines));
+    json_object_set_new(o, "first_bad_line",
+                        in->bad_lines ? json_integer(in->first_bad_line) : json_null());
     json_object_set_new(o, "decisions", json_integer(in->decisions));
     json_object_set_new(o, "activity_lines", json_integer(in->activity_lines));
     json_object_set_new(o, "orphan_activities", json_integer(in->orphan_activities));

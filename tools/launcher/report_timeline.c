@@ -21,7 +21,7 @@ static void widen(struct report_summary *s, bool left)
         memcpy(b, merged, sizeof merged);
     }
     if (left)
-        t->t0 -= t->width * REPORT_TBINS;
+        t->t0 = report_sub(t->t0, t->width * REPORT_TBINS, &s->saturated);
     t->width *= 2;
 }
 
@@ -34,16 +34,18 @@ void report_timeline_add(struct report_summary *s, struct report_pair *p, int64_
         t->t0 = t_ns;
         t->width = FIRST_WIDTH_NS;
     }
-    /* Some 63 doublings reach any int64 span; stop before overflow. */
+    /* Some 63 doublings reach any int64 span; stop before overflow. A
+     * time at or past t0 is that far from it in uint64 (an int64 span
+     * may not hold it: a log's times can be anything). */
     while (t->width < INT64_MAX / (4 * REPORT_TBINS)) {
         if (t_ns < t->t0)
             widen(s, true);
-        else if ((t_ns - t->t0) / t->width >= REPORT_TBINS)
+        else if (((uint64_t)t_ns - (uint64_t)t->t0) / (uint64_t)t->width >= REPORT_TBINS)
             widen(s, false);
         else
             break;
     }
-    int64_t i = t_ns < t->t0 ? 0 : (t_ns - t->t0) / t->width;
+    uint64_t i = t_ns < t->t0 ? 0 : ((uint64_t)t_ns - (uint64_t)t->t0) / (uint64_t)t->width;
     if (i >= REPORT_TBINS)
         i = REPORT_TBINS - 1;
     p->tbytes[i] = report_add(p->tbytes[i], bytes, &s->saturated);

@@ -420,6 +420,10 @@ int report_trace_finish(struct report_trace *t, const char *log_path,
     if (o && (t->saturated || in->saturated))
         json_object_set_new(o, "note", json_string("some figures reached the 64-bit "
                                                    "limit and are shown at that limit"));
+    if (o && in->log_cut)
+        json_object_set_new(o, "cut_reason", json_string(in->log_cut_why));
+    if (o && in->bad_lines)
+        json_object_set_new(o, "bad_lines", json_integer(in->bad_lines));
     json_t *path = json_string(log_path);   /* NULL: not UTF-8, left out */
     if (o && path)
         json_object_set_new(o, "log", path);
