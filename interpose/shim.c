@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "fd_guard.h"
 #include "link_life.h"
 #include "log.h"
 #include "ownership.h"
@@ -64,6 +65,12 @@ static const struct shim_module alloc_row = {
     .fork_prepare = shim_alloc_fork_prepare,
     .fork_parent = shim_alloc_fork_release,
     .fork_child = shim_alloc_fork_release,
+};
+static const struct shim_module fds_row = {
+    .name = "descriptors",
+    .fork_prepare = shim_fd_fork_prepare,
+    .fork_parent = shim_fd_fork_parent,
+    .fork_child = shim_fd_fork_child,
 };
 
 static _Atomic(const struct shim_module *) rows[SHIM_ROW_COUNT];
@@ -187,6 +194,7 @@ LATE_HANDLERS(SHIM_ROW_RECORD)
 LATE_HANDLERS(SHIM_ROW_THREAD_ID)
 LATE_HANDLERS(SHIM_ROW_STATS)
 LATE_HANDLERS(SHIM_ROW_ALLOC)
+LATE_HANDLERS(SHIM_ROW_FDS)
 LATE_HANDLERS(SHIM_ROW_BOUNCE_SUMMARY)
 LATE_HANDLERS(SHIM_ROW_BOUNCE_WARM)
 static const struct handlers late[SHIM_ROW_COUNT] = {
@@ -195,10 +203,10 @@ static const struct handlers late[SHIM_ROW_COUNT] = {
     LATE_ENTRY(SHIM_ROW_LINKS),          LATE_ENTRY(SHIM_ROW_PEER),
     LATE_ENTRY(SHIM_ROW_OWNERSHIP),      LATE_ENTRY(SHIM_ROW_RECORD),
     LATE_ENTRY(SHIM_ROW_THREAD_ID),      LATE_ENTRY(SHIM_ROW_STATS),
-    LATE_ENTRY(SHIM_ROW_ALLOC),
+    LATE_ENTRY(SHIM_ROW_ALLOC),          LATE_ENTRY(SHIM_ROW_FDS),
     LATE_ENTRY(SHIM_ROW_BOUNCE_SUMMARY), LATE_ENTRY(SHIM_ROW_BOUNCE_WARM),
 };
-_Static_assert(SHIM_ROW_COUNT == 12, "one LATE_HANDLERS and LATE_ENTRY per row");
+_Static_assert(SHIM_ROW_COUNT == 13, "one LATE_HANDLERS and LATE_ENTRY per row");
 
 static bool has_handlers(const struct shim_module *m)
 {
@@ -231,11 +239,43 @@ static void start_table(void)
     shim_register(SHIM_ROW_RECORD, &record_row);
     shim_register(SHIM_ROW_STATS, &stats_row);
     shim_register(SHIM_ROW_ALLOC, &alloc_row);
+    shim_register(SHIM_ROW_FDS, &fds_row);
     pthread_mutex_lock(&table_mu);
     started = true;
     pthread_mutex_unlock(&table_mu);
     atexit(startup_exit);
     pthread_atfork(startup_prepare, startup_parent, startup_child);
+}
+
+/* Every row, late ones included, in the table's order. */
+static void run_all(enum column c, bool upward)
+{
+    if (!atomic_load_explicit(&init_done, memory_order_acquire))
+        return;
+    for (int k = 0; k < SHIM_ROW_COUNT; k++) {
+        int i = upward ? SHIM_ROW_COUNT - 1 - k : k;
+        const struct shim_module *m = atomic_load(&rows[i]);
+        void (*fn)(void) = m != NULL ? column_of(m, c) : NULL;
+        if (fn != NULL)
+            fn();
+    }
+}
+
+void shim_fork_prepare(void)
+{
+    run_all(FORK_PREPARE, false);
+}
+
+void shim_fork_parent(void)
+{
+    run_all(FORK_PARENT, true);
+}
+
+void shim_fork_child(void)
+{
+    run_all(FORK_CHILD, true);
+    if (atomic_load_explicit(&init_done, memory_order_acquire))
+        run_every_row(RESET);
 }
 
 /* ---- start-up and the guard ----------------------------------------------- */

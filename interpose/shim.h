@@ -45,7 +45,12 @@ const struct p2pshim_config *shim_config(void);
  *   SHIM_ROW_THREAD_ID       the cached thread id (copy.c)
  *   SHIM_ROW_STATS           the exit summary's copy lines (stats.c)
  *   SHIM_ROW_ALLOC           the shim's own memory (shim_alloc.c): its lock,
- *                            taken last (the rows above allocate under theirs)
+ *                            taken after the others' (the rows above
+ *                            allocate under theirs)
+ *   SHIM_ROW_FDS             the shim's descriptors (fd_guard.c): the
+ *                            registry's lock, taken last (the rows above
+ *                            open and close under theirs); the child made
+ *                            their owner before any row above runs
  *   SHIM_ROW_BOUNCE_SUMMARY  the bounce module's summary line, after them
  *   SHIM_ROW_BOUNCE_WARM     the bounce module's tables, touched at start only
  *
@@ -90,6 +95,7 @@ enum shim_row {
     SHIM_ROW_THREAD_ID,
     SHIM_ROW_STATS,
     SHIM_ROW_ALLOC,
+    SHIM_ROW_FDS,
     SHIM_ROW_BOUNCE_SUMMARY,
     SHIM_ROW_BOUNCE_WARM,
     SHIM_ROW_COUNT
@@ -99,6 +105,15 @@ enum shim_row {
  * place. The first registration of a place counts; later ones are
  * ignored. Thread-safe; may run before shim_init. */
 void shim_register(enum shim_row row, const struct shim_module *module);
+
+/* fork's handlers for the forks that run none (_Fork, a fork through
+ * syscall(): wrap_syscall.c): every row's fork_prepare top to bottom;
+ * then in the parent every fork_parent, in the child every fork_child,
+ * bottom to top, and every reset: what the handlers shim_init installs
+ * and those of the late rows do for fork. Nothing before shim_init. */
+void shim_fork_prepare(void);
+void shim_fork_parent(void);
+void shim_fork_child(void);
 
 /* True while this thread is inside the shim's own processing: a hook
  * reached from there passes straight through. */
