@@ -111,8 +111,15 @@ int fd_close_range(unsigned first, unsigned last, int flags)
     return lo <= last ? range_real(lo, last, flags) : 0;
 }
 
+/* The fast paths below: a number under every one of the shim's (one load
+ * and one compare) goes straight to the real function, once resolved. */
+#define REAL_NOW(slot) atomic_load_explicit(&(slot), memory_order_acquire)
+
 P2PSHIM_EXPORT int close(int fd)
 {
+    close_fn f = (close_fn)REAL_NOW(real_close);
+    if (f != NULL && !shim_fd_maybe(fd))
+        return f(fd);
     return fd_close(fd);
 }
 
@@ -217,11 +224,17 @@ int fd_dup_onto(int oldfd, int newfd, int flags, bool two)
 
 P2PSHIM_EXPORT int dup2(int oldfd, int newfd)
 {
+    dup2_fn f = (dup2_fn)REAL_NOW(real_dup2);
+    if (f != NULL && !shim_fd_maybe(oldfd) && !shim_fd_maybe(newfd))
+        return f(oldfd, newfd);
     return fd_dup_onto(oldfd, newfd, 0, true);
 }
 
 P2PSHIM_EXPORT int dup3(int oldfd, int newfd, int flags)
 {
+    dup3_fn f = (dup3_fn)REAL_NOW(real_dup3);
+    if (f != NULL && !shim_fd_maybe(oldfd) && !shim_fd_maybe(newfd))
+        return f(oldfd, newfd, flags);
     return fd_dup_onto(oldfd, newfd, flags, false);
 }
 
@@ -254,8 +267,13 @@ static int dupfd_past_ours(fcntl_fn f, int fd, int cmd, int from, int got)
     return want;
 }
 
-static int fcntl_common(fcntl_fn f, int fd, int cmd, void *arg)
+static int fcntl_slow(_Atomic(void *) *slot, const char *name, int fd, int cmd, void *arg)
 {
+    fcntl_fn f = (fcntl_fn)next_symbol_cached(slot, name);
+    if (f == NULL) {
+        errno = ENOSYS;
+        return -1;
+    }
     bool dup = cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC;
     if (!dup && !shim_fd_maybe(fd))
         return f(fd, cmd, arg);
@@ -280,12 +298,10 @@ static int fcntl_common(fcntl_fn f, int fd, int cmd, void *arg)
         va_start(ap, cmd);                                                                         \
         void *arg = va_arg(ap, void *);                                                            \
         va_end(ap);                                                                                \
-        fcntl_fn f = (fcntl_fn)next_symbol_cached(&slot, #name);                                   \
-        if (f == NULL) {                                                                           \
-            errno = ENOSYS;                                                                        \
-            return -1;                                                                             \
-        }                                                                                          \
-        return fcntl_common(f, fd, cmd, arg);                                                      \
+        fcntl_fn f = (fcntl_fn)REAL_NOW(slot);                                                     \
+        if (f != NULL && !shim_fd_maybe(fd) && cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC)          \
+            return f(fd, cmd, arg);                                                                \
+        return fcntl_slow(&slot, #name, fd, cmd, arg);                                             \
     }
 
 FCNTL_WRAPPER(fcntl, real_fcntl)
