@@ -16,6 +16,8 @@
  *   sys_dup3           syscall(SYS_dup3, /dev/null, n, 0) for each
  *   dupfd_top          fcntl(F_GETFD), close and F_DUPFD of the 8 highest
  *                      numbers below the limit (printed: they are the same)
+ * The soft RLIMIT_NOFILE is set first: FD_BOUNCE_NOFILE, else 1024 (the
+ * shim puts its descriptors below it).
  * Then, for a lazy buffer, the CPU reads it; for an eager one, the CPU
  * rewrites part of it; then an H2D. Then a second bounced round: the shim
  * still works. Transcripts compared (tests/preload/compare.sh). */
@@ -43,8 +45,7 @@ static bool eager;
 static int fd_limit(void)
 {
     struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
-        rl.rlim_cur > 4096)
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur > 4096)
         return 4096;
     return (int)rl.rlim_cur;
 }
@@ -175,6 +176,13 @@ int main(int argc, char **argv)
         return 2;
     }
     alarm(90); /* a handler asleep on the wrong file would hang the program */
+    struct rlimit rl;
+    const char *nofile = getenv("FD_BOUNCE_NOFILE");
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+        rl.rlim_cur = nofile != NULL ? strtoul(nofile, NULL, 10) : 1024;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+            return 2;
+    }
     bt_init(argc, argv);
     const char *mode = getenv("P2PSHIM_BOUNCE");
     eager = mode != NULL && strcmp(mode, "eager") == 0;
