@@ -22,8 +22,10 @@
 #include <sched.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -55,11 +57,17 @@ static bool is_fork(long number, const long a[6])
     if (number == SYS_clone)
         return clone_is_fork((unsigned long)a[0], (unsigned long)a[1]);
 #ifdef SYS_clone3
-    if (number == SYS_clone3 && a[0] != 0 &&
-        (size_t)a[1] >= offsetof(struct clone_args, stack_size) + sizeof(uint64_t)) {
-        const struct clone_args *ca = (const struct clone_args *)(uintptr_t)a[0];
-        return clone_is_fork(ca->flags, ca->stack | ca->stack_size);
-    }
+    /* The caller's arguments read as the kernel would, never faulting: a
+     * bad pointer gets the kernel's EFAULT, not a crash in the shim. */
+    struct clone_args ca;
+    size_t need = offsetof(struct clone_args, stack_size) + sizeof ca.stack_size;
+    struct iovec here = {&ca, need}, there = {(void *)(uintptr_t)a[0], need};
+    int saved = errno;
+    bool read = number == SYS_clone3 && (size_t)a[1] >= need &&
+                process_vm_readv(getpid(), &here, 1, &there, 1, 0) == (ssize_t)need;
+    errno = saved;
+    if (read)
+        return clone_is_fork(ca.flags, ca.stack | ca.stack_size);
 #endif
     return false;
 }

@@ -7,7 +7,8 @@
  *   sys_fork    syscall(SYS_fork) (x86-64)
  *   sys_clone   syscall(SYS_clone, SIGCHLD, 0, ...)
  *   sys_clone3  syscall(SYS_clone3, {.exit_signal = SIGCHLD}, size)
- * The child hashes the buffer and says through a pipe whether it holds the
+ * (and first, a clone3 whose arguments are not there: EFAULT, as from the
+ * kernel). The child hashes the buffer and says through a pipe whether it holds the
  * D2H's bytes; then the parent reads it too and sends it back to a GPU.
  * Transcripts compared (tests/preload/compare.sh). */
 #define _GNU_SOURCE
@@ -65,6 +66,9 @@ int main(int argc, char **argv)
     bt_d2h_round(h, src0, bt_env.ctx[0], pat, N, 7, &before);
     bt_expect_bounced(&before, 2 * PG, N - 2 * PG, N, "the D2H before the child");
     uint64_t want = bt_fnv(pat, N);
+    errno = 0;
+    long bad = syscall(SYS_clone3, (void *)16, (size_t)88);
+    printf("clone3 of a bad address: %ld, errno %d\n", bad, errno);
     int p[2];
     if (pipe(p) != 0)
         return 2;
