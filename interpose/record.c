@@ -204,7 +204,7 @@ static struct outbuf writer_buf, final_buf, cut_buf;
 
 /* The run log takes no more lines: a write failed (a full disk: the file
  * is cut back to a whole line and, where that leaves room, a last event
- * line "log-cut" says why, which p2pshim report reads), or its descriptor
+ * line "log-cut" says why: docs/LOG_FORMAT.md), or its descriptor
  * is another file now (the program closed it with a raw system call and
  * opened something there: nothing more is written to it, and it is never
  * reopened). Said once on stderr; recording stops. drain_lock held. */
@@ -224,9 +224,9 @@ static void stop_writing(enum outfile_status status, int err)
         cut_buf.sink = NULL;
         cut_buf.used = 0;
         write_entry(&cut_buf, &e);
-        int again = 0;
+        int ignored = 0;
         bool noted = outfile_append_lines(&log_guard, cut_buf.data, &cut_buf.used, 0, 0,
-                                          &again) == OUTFILE_WRITTEN;
+                                          &ignored) == OUTFILE_WRITTEN;
         log_warn_stderr("cannot write the run log %s: %s; no more records%s", log_path,
                         strerror_r(err, text, sizeof text),
                         noted ? " (its last line says it was cut)" : "");
@@ -284,7 +284,6 @@ static void drain(struct outbuf *o)
     }
     out_flush(o);
 }
-
 
 static void *writer_main(void *arg)
 {
