@@ -12,11 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* glibc's own names for close and fcntl (exported since its first
- * versions), in front of which the shim puts no wrapper: the registry's
- * moves and closes are its own business, not the program's calls. */
-extern int __close(int fd);
-extern int __fcntl(int fd, int cmd, ...);
+#include "shim_sys.h"
 
 #define SLOTS 8
 /* Numbers at most 1023: the highest a select() set holds, and a
@@ -79,15 +75,15 @@ static int place_high(int fd)
         rl.rlim_cur < (rlim_t)CEILING)
         top = (long)rl.rlim_cur;
     for (long h = top - 1; h > 2 && h >= top - TRIES; h--) {
-        int r = __fcntl(fd, F_DUPFD_CLOEXEC, (int)h);
+        int r = shim_sys_dupfd_cloexec(fd, (int)h);
         if (r >= 0 && r < top)
             return r;
         if (r >= 0)
-            __close(r); /* above the ceiling: a bigger table; look lower */
+            shim_sys_close(r); /* above the ceiling: a bigger table; look lower */
         else if (errno != EMFILE && errno != EINVAL)
             return -1;
     }
-    return __fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    return shim_sys_dupfd_cloexec(fd, 3);
 }
 
 /* Waits until no use of g's descriptor begun before now is in flight, at
@@ -111,16 +107,16 @@ int shim_fd_adopt(struct shim_fd *g, _Atomic int *number, int fd, const char *wh
     int saved = errno;
     int moved = place_high(fd);
     if (moved >= 0) {
-        __close(fd);
+        shim_sys_close(fd);
     } else if (fd > 2) {
         moved = fd; /* no room elsewhere: where it is, close-on-exec as opened */
     } else {
-        __close(fd);
+        shim_sys_close(fd);
         errno = saved;
         return -1;
     }
     struct stat st;
-    if (fstat(moved, &st) == 0) {
+    if (shim_sys_fstat(moved, &st) == 0) {
         g->dev = st.st_dev;
         g->ino = st.st_ino;
     }
@@ -167,7 +163,7 @@ void shim_fd_release(struct shim_fd *g)
     int fd = unregister(g);
     pthread_mutex_unlock(&registry_mu);
     if (fd >= 0)
-        __close(fd);
+        shim_sys_close(fd);
     errno = saved;
 }
 
@@ -193,7 +189,8 @@ bool shim_fd_intact(const struct shim_fd *g, int fd)
 {
     int saved = errno;
     struct stat st;
-    bool same = fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == g->dev && st.st_ino == g->ino;
+    bool same = fd >= 0 && shim_sys_fstat(fd, &st) == 0 && st.st_dev == g->dev &&
+                st.st_ino == g->ino;
     errno = saved;
     return same;
 }

@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "outfile.h"
 #include "job.h"
+#include "shim_sys.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -147,8 +148,8 @@ int outfile_open_read(const char *path, char *why, size_t why_len)
 static void cut_back(int fd, const char *buf, size_t written, size_t reserve)
 {
     struct stat st;
-    off_t end = lseek(fd, 0, SEEK_CUR);
-    if (end < (off_t)written || fstat(fd, &st) != 0 || st.st_size != end)
+    off_t end = shim_sys_lseek(fd, 0, SEEK_CUR);
+    if (end < (off_t)written || shim_sys_fstat(fd, &st) != 0 || st.st_size != end)
         return; /* another writer's lines follow ours: not ours to cut */
     size_t b = written;
     while (b > 0 && buf[b - 1] != '\n')
@@ -161,7 +162,7 @@ static void cut_back(int fd, const char *buf, size_t written, size_t reserve)
     }
     if (written - c >= reserve)
         b = c;
-    if (b < written && ftruncate(fd, end - (off_t)(written - b)) != 0)
+    if (b < written && shim_sys_ftruncate(fd, end - (off_t)(written - b)) != 0)
         return;
 }
 
@@ -181,7 +182,7 @@ enum outfile_status outfile_append_lines(struct shim_fd *g, char *buf, size_t *l
     } else {
         size_t off = 0;
         while (off < whole) {
-            ssize_t w = write(fd, buf + off, whole - off);
+            ssize_t w = shim_sys_write(fd, buf + off, whole - off);
             if (w < 0 && errno == EINTR)
                 continue;
             if (w <= 0) {

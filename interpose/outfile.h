@@ -56,7 +56,8 @@ enum outfile_status {
  * back to the last whole line written, or to an earlier line's end where
  * that gives back at least reserve bytes of this call's (room for a last
  * line saying so), and *err is the errno. After a failure or with another file there, *len is 0. A
- * file another process appended to since is not cut. errno preserved. */
+ * file another process appended to since is not cut. Its system calls go
+ * straight to the kernel (shim_sys.h). errno preserved. */
 enum outfile_status outfile_append_lines(struct shim_fd *g, char *buf, size_t *len,
                                          size_t keep_max, size_t reserve, int *err);
 

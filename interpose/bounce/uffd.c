@@ -18,6 +18,7 @@
 
 #include "fd_guard.h"
 #include "log.h"
+#include "shim_sys.h"
 #include "thread_start.h"
 
 #ifndef USERFAULTFD_IOC_NEW
@@ -127,7 +128,9 @@ static void *handler_main(void *arg)
     struct uffd_msg msgs[16];
     for (;;) {
         struct epoll_event ev;
-        if (epoll_wait(the_epoll, &ev, 1, -1) < 0) {
+        /* The kernel's own calls: the shim's descriptors are none of the
+         * program's business, nor of a sanitizer watching it (shim_sys.h). */
+        if (shim_sys_epoll_wait(the_epoll, &ev, 1, -1) < 0) {
             if (errno == EINTR)
                 continue;
             LOG_ERROR("userfaultfd handler: epoll_wait: %s", strerror(errno));
@@ -135,7 +138,7 @@ static void *handler_main(void *arg)
         }
         atomic_store(&in_batch, 1);
         /* A use: a move of the descriptor waits until the read is done. */
-        ssize_t n = read(shim_fd_use(&uffd_guard), msgs, sizeof msgs);
+        ssize_t n = shim_sys_read(shim_fd_use(&uffd_guard), msgs, sizeof msgs);
         shim_fd_unuse(&uffd_guard);
         if (n < 0) {
             batch_done();
