@@ -5,7 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
-#include <poll.h>
+#include <sys/epoll.h>
 #include <sched.h>
 #include <pthread.h>
 #include <signal.h>
@@ -16,7 +16,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "fd_guard.h"
 #include "log.h"
+#include "shim_sys.h"
 #include "thread_start.h"
 
 #ifndef USERFAULTFD_IOC_NEW
@@ -28,7 +30,13 @@
      UFFD_FEATURE_EVENT_REMOVE | UFFD_FEATURE_EVENT_UNMAP)
 
 static pthread_once_t open_once = PTHREAD_ONCE_INIT;
-static int the_fd = -1;
+/* One of the shim's descriptors (fd_guard.h): the program's close family
+ * leaves it alone, and its number may move (a dup2 onto it). The handler
+ * waits on it through an epoll instance (also the shim's), which watches
+ * the file, not the number: a poll() asleep on the number would look at
+ * whatever the program put there after a move, and miss the faults. */
+static _Atomic int the_fd = -1, the_epoll = -1;
+static struct shim_fd uffd_guard, epoll_guard;
 static const struct uffd_ops *the_ops;
 static _Atomic bool usable;
 static size_t page_size;
@@ -119,15 +127,19 @@ static void *handler_main(void *arg)
     is_handler = true;
     struct uffd_msg msgs[16];
     for (;;) {
-        struct pollfd p = {the_fd, POLLIN, 0};
-        if (poll(&p, 1, -1) < 0) {
+        struct epoll_event ev;
+        /* The kernel's own calls: the shim's descriptors are none of the
+         * program's business, nor of a sanitizer watching it (shim_sys.h). */
+        if (shim_sys_epoll_wait(the_epoll, &ev, 1, -1) < 0) {
             if (errno == EINTR)
                 continue;
-            LOG_ERROR("userfaultfd handler: poll: %s", strerror(errno));
+            LOG_ERROR("userfaultfd handler: epoll_wait: %s", strerror(errno));
             return NULL;
         }
         atomic_store(&in_batch, 1);
-        ssize_t n = read(the_fd, msgs, sizeof msgs);
+        /* A use: a move of the descriptor waits until the read is done. */
+        ssize_t n = shim_sys_read(shim_fd_use(&uffd_guard), msgs, sizeof msgs);
+        shim_fd_unuse(&uffd_guard);
         if (n < 0) {
             batch_done();
             if (errno == EAGAIN || errno == EINTR)
@@ -157,7 +169,17 @@ static void open_body(void)
         close(fd);
         return;
     }
-    the_fd = fd;
+    int ep = -1;
+    struct epoll_event ev = {.events = EPOLLIN};
+    if (shim_fd_adopt(&uffd_guard, &the_fd, fd, "the userfaultfd") < 0 ||
+        (ep = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
+        shim_fd_adopt(&epoll_guard, &the_epoll, ep, "the userfaultfd's epoll") < 0 ||
+        epoll_ctl(the_epoll, EPOLL_CTL_ADD, the_fd, &ev) != 0) {
+        LOG_DEBUG("bounce: no descriptors for userfaultfd: no lazy host buffers");
+        shim_fd_release(&epoll_guard);
+        shim_fd_release(&uffd_guard);
+        return;
+    }
     /* The handler takes no signals: they belong to the program's threads. */
     sigset_t all, old;
     sigfillset(&all);
@@ -171,8 +193,8 @@ static void open_body(void)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         LOG_DEBUG("bounce: cannot start the userfaultfd handler: %s", strerror(rc));
-        close(fd);
-        the_fd = -1;
+        shim_fd_release(&epoll_guard);
+        shim_fd_release(&uffd_guard);
         return;
     }
     pthread_setname_np(t, "p2pshim-uffd");
@@ -311,9 +333,8 @@ void uffd_after_fork_child(void)
 {
     atomic_store(&usable, false);
     atomic_store(&in_batch, 0);
-    if (the_fd >= 0)
-        close(the_fd);
-    the_fd = -1;
+    shim_fd_release(&epoll_guard);
+    shim_fd_release(&uffd_guard);
     /* pthread_once has run: uffd_open now answers false. */
 }
 

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "log.h"
 #include "job.h"
+#include "fd_guard.h"
 #include "outfile.h"
 
 #include <errno.h>
@@ -17,15 +18,19 @@
 
 enum p2pshim_log_level p2pshim_log_threshold = P2PSHIM_LOG_WARN;
 
-static int log_fd = STDERR_FILENO;
+/* The log file's descriptor (fd_guard.h), or stderr. */
+static _Atomic int log_fd = STDERR_FILENO;
+static struct shim_fd log_guard;
+static const char *log_file_name = "";
 static atomic_flag log_opened = ATOMIC_FLAG_INIT;
+static atomic_bool file_given_up;
 
 /* One write per line (O_APPEND keeps lines from several processes whole);
  * a short write or EINTR is finished, any other error drops the line. */
-static void write_all(const char *buf, size_t len)
+static void write_stderr(const char *buf, size_t len)
 {
     while (len > 0) {
-        ssize_t n = write(log_fd, buf, len);
+        ssize_t n = write(STDERR_FILENO, buf, len);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -36,16 +41,56 @@ static void write_all(const char *buf, size_t len)
     }
 }
 
-/* Ends the line in buf (LINE_MAX_BYTES long; used is what vsnprintf
- * wanted, more than fits if it was cut) with a newline in place of the NUL,
- * so that a line with its newline is at most LINE_MAX_BYTES, and writes it. */
-static void finish(char *buf, int used)
+static void format_line(char *buf, size_t *len, enum p2pshim_log_level level, const char *fmt,
+                        ...) __attribute__((format(printf, 4, 5)));
+
+/* The log file cannot take the line (a full disk, a write error) or is not
+ * the shim's any more (the program closed and reused its number through a
+ * raw system call): the shim stops writing there, for good (a file is
+ * never reopened over what the program has there now), and says so once,
+ * on stderr, where its lines go from now on. */
+static void give_up_file(enum outfile_status status, int err)
 {
-    size_t len = used < 0 ? 0 : (size_t)used;
-    if (len > LINE_MAX_BYTES - 1)
-        len = LINE_MAX_BYTES - 1;
-    buf[len++] = '\n';
-    write_all(buf, len);
+    if (atomic_exchange(&file_given_up, true))
+        return;
+    if (status == OUTFILE_NOT_OURS)
+        shim_fd_forget(&log_guard);
+    else
+        shim_fd_release(&log_guard);
+    atomic_store(&log_fd, STDERR_FILENO);
+    char buf[LINE_MAX_BYTES], text[128];
+    size_t len;
+    if (status == OUTFILE_NOT_OURS)
+        format_line(buf, &len, P2PSHIM_LOG_WARN,
+                    "the log file %s is no longer open where the shim wrote it (its "
+                    "descriptor was closed and reused); logging to stderr",
+                    log_file_name);
+    else
+        format_line(buf, &len, P2PSHIM_LOG_WARN, "cannot write the log file %s: %s; "
+                    "logging to stderr", log_file_name, strerror_r(err, text, sizeof text));
+    if (P2PSHIM_LOG_WARN <= p2pshim_log_threshold)
+        write_stderr(buf, len);
+}
+
+/* To the log file, while one takes lines: whether it did. */
+static bool write_file(char *buf, size_t len)
+{
+    if (atomic_load(&log_fd) == STDERR_FILENO)
+        return false;
+    int err = 0;
+    size_t left = len;
+    enum outfile_status status = outfile_append_lines(&log_guard, buf, &left, 0, 0, &err);
+    if (status != OUTFILE_WRITTEN)
+        give_up_file(status, err);
+    return status == OUTFILE_WRITTEN;
+}
+
+/* To the log file while it takes lines, else to stderr (a whole line:
+ * write_file leaves buf as it was). */
+static void write_all(char *buf, size_t len)
+{
+    if (!write_file(buf, len))
+        write_stderr(buf, len);
 }
 
 /* "host:pid " or "host:pid rRANK " into buf (IDENTITY_MAX bytes), as
@@ -71,12 +116,23 @@ size_t log_prefix(char *buf, size_t len)
     return w < 0 ? 0 : (size_t)w;
 }
 
-void log_write(enum p2pshim_log_level level, const char *fmt, ...)
+/* Ends the line in buf (LINE_MAX_BYTES long; used is what vsnprintf
+ * wanted, more than fits if it was cut) with a newline in place of the NUL,
+ * so that a line with its newline is at most LINE_MAX_BYTES; returns its
+ * length. */
+static size_t finish(char *buf, int used)
 {
-    if (level > p2pshim_log_threshold)
-        return;
-    int saved = errno;
-    char buf[LINE_MAX_BYTES];
+    size_t len = used < 0 ? 0 : (size_t)used;
+    if (len > LINE_MAX_BYTES - 1)
+        len = LINE_MAX_BYTES - 1;
+    buf[len++] = '\n';
+    return len;
+}
+
+/* The whole line of a message at level into buf (LINE_MAX_BYTES); its
+ * length, 0 when it cannot be formatted. */
+static size_t vformat(char *buf, enum p2pshim_log_level level, const char *fmt, va_list ap)
+{
     const char *word = level == P2PSHIM_LOG_ERROR  ? PREFIX "error: "
                        : level == P2PSHIM_LOG_WARN ? PREFIX "warning: "
                                                    : PREFIX;
@@ -84,13 +140,49 @@ void log_write(enum p2pshim_log_level level, const char *fmt, ...)
     size_t wlen = strlen(word);
     memcpy(buf + ilen, word, wlen);
     wlen += ilen;
+    /* A cut line keeps 1023 bytes; finish puts the newline over the NUL. */
+    int n = vsnprintf(buf + wlen, LINE_MAX_BYTES - wlen, fmt, ap);
+    return n >= 0 ? finish(buf, (int)wlen + n) : 0;
+}
+
+static void format_line(char *buf, size_t *len, enum p2pshim_log_level level, const char *fmt,
+                        ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    /* A cut line keeps 1023 bytes; finish puts the newline over the NUL. */
-    int n = vsnprintf(buf + wlen, sizeof buf - wlen, fmt, ap);
+    *len = vformat(buf, level, fmt, ap);
     va_end(ap);
-    if (n >= 0)
-        finish(buf, (int)wlen + n);
+}
+
+void log_write(enum p2pshim_log_level level, const char *fmt, ...)
+{
+    if (level > p2pshim_log_threshold)
+        return;
+    int saved = errno;
+    char buf[LINE_MAX_BYTES];
+    va_list ap;
+    va_start(ap, fmt);
+    size_t len = vformat(buf, level, fmt, ap);
+    va_end(ap);
+    if (len > 0)
+        write_all(buf, len);
+    errno = saved;
+}
+
+void log_warn_stderr(const char *fmt, ...)
+{
+    if (P2PSHIM_LOG_WARN > p2pshim_log_threshold)
+        return;
+    int saved = errno;
+    char buf[LINE_MAX_BYTES];
+    va_list ap;
+    va_start(ap, fmt);
+    size_t len = vformat(buf, P2PSHIM_LOG_WARN, fmt, ap);
+    va_end(ap);
+    if (len > 0) {
+        write_file(buf, len);
+        write_stderr(buf, len);
+    }
     errno = saved;
 }
 
@@ -101,7 +193,7 @@ void log_line(const char *line)
     size_t ilen = put_identity(buf);
     int n = snprintf(buf + ilen, sizeof buf - ilen, PREFIX "%s", line);
     if (n >= 0)
-        finish(buf, (int)ilen + n);
+        write_all(buf, finish(buf, (int)ilen + n));
     errno = saved;
 }
 
@@ -114,8 +206,10 @@ void log_open(const struct p2pshim_config *cfg)
     if (cfg->log_file[0] != '\0') {
         char why[128];
         int fd = outfile_open(cfg->log_file, 0, why, sizeof why);
+        if (fd >= 0 && shim_fd_adopt(&log_guard, &log_fd, fd, "the log file") < 0)
+            snprintf(why, sizeof why, "no descriptor above 2 is free"), fd = -1;
         if (fd >= 0) {
-            log_fd = fd;
+            log_file_name = cfg->log_file;
         } else {
             log_write(P2PSHIM_LOG_WARN,
                       "cannot open log file \"%s\": %s; logging to stderr",

@@ -14,7 +14,10 @@ extern enum p2pshim_log_level p2pshim_log_threshold;
  * file is opened for appending by outfile_open: no symbolic link, FIFO or
  * device, no file of another user, created 0600; if it cannot be opened,
  * one warning goes to stderr, at cfg's threshold, and stderr is used) and
- * sets the threshold. Only the first call does anything: later
+ * sets the threshold. The file's descriptor is one of the shim's
+ * (fd_guard.h): before each line the shim checks that it is still that
+ * file; when it is not, or a write fails (a full disk), lines go to stderr
+ * from then on, with one warning there saying why. Only the first call does anything: later
  * ones return at once. config_get() makes that first call. errno is
  * preserved. */
 void log_open(const struct p2pshim_config *cfg);
@@ -27,6 +30,12 @@ void log_open(const struct p2pshim_config *cfg);
  * threshold is dropped here too. errno is preserved. */
 void log_write(enum p2pshim_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* A warning a person must see even when the log goes to a file (the run
+ * log or the log file stopped): written to stderr, and to the log file
+ * too while one takes lines. Dropped when warnings are (the threshold).
+ * errno is preserved. */
+void log_warn_stderr(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Writes an already formatted line without a level word (used for the
  * exit summary and the config dump), whatever the threshold; the prefix and

@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "outfile.h"
 #include "job.h"
+#include "shim_sys.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -139,4 +140,67 @@ int outfile_open_read(const char *path, char *why, size_t why_len)
     fd = accept_opened(fd, 0, why, why_len);
     errno = saved;
     return fd;
+}
+
+/* After a failed write: buf[0..written) went out (the file's end is where
+ * the descriptor's offset is, O_APPEND); the file is cut back to a line's
+ * end (outfile_append_lines). */
+static void cut_back(int fd, const char *buf, size_t written, size_t reserve)
+{
+    struct stat st;
+    off_t end = shim_sys_lseek(fd, 0, SEEK_CUR);
+    if (end < (off_t)written || shim_sys_fstat(fd, &st) != 0 || st.st_size != end)
+        return; /* another writer's lines follow ours: not ours to cut */
+    size_t b = written;
+    while (b > 0 && buf[b - 1] != '\n')
+        b--;
+    size_t c = b;
+    while (c > 0 && written - c < reserve) {
+        c--;
+        while (c > 0 && buf[c - 1] != '\n')
+            c--;
+    }
+    if (written - c >= reserve)
+        b = c;
+    if (b < written && shim_sys_ftruncate(fd, end - (off_t)(written - b)) != 0)
+        return;
+}
+
+enum outfile_status outfile_append_lines(struct shim_fd *g, char *buf, size_t *len,
+                                         size_t keep_max, size_t reserve, int *err)
+{
+    int saved = errno;
+    size_t n = *len, whole = n;
+    while (whole > 0 && buf[whole - 1] != '\n')
+        whole--;
+    if (whole == 0 && n >= keep_max)
+        whole = n; /* one line longer than the caller keeps: it cannot stay whole */
+    enum outfile_status status = OUTFILE_WRITTEN;
+    int fd = shim_fd_use(g);
+    if (!shim_fd_intact(g, fd)) {
+        status = OUTFILE_NOT_OURS;
+    } else {
+        size_t off = 0;
+        while (off < whole) {
+            ssize_t w = shim_sys_write(fd, buf + off, whole - off);
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w <= 0) {
+                *err = w < 0 ? errno : EIO;
+                cut_back(fd, buf, off, reserve);
+                status = OUTFILE_FAILED;
+                break;
+            }
+            off += (size_t)w;
+        }
+    }
+    shim_fd_unuse(g);
+    if (status == OUTFILE_WRITTEN) {
+        memmove(buf, buf + whole, n - whole);
+        *len = n - whole;
+    } else {
+        *len = 0;
+    }
+    errno = saved;
+    return status;
 }

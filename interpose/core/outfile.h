@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "fd_guard.h"
+
 /* What %r becomes when no rank variable is set. */
 #define OUTFILE_NO_RANK "x"
 
@@ -36,5 +38,27 @@ int outfile_open(const char *path, int extra_flags, char *why, size_t why_len);
  * (a symbolic link, not a regular file, another user's), nothing created;
  * "No such file or directory" in why when there is none (errno kept). */
 int outfile_open_read(const char *path, char *why, size_t why_len);
+
+/* What outfile_append_lines did. */
+enum outfile_status {
+    OUTFILE_WRITTEN,  /* the whole lines went out */
+    OUTFILE_NOT_OURS, /* the descriptor is another file now: nothing written */
+    OUTFILE_FAILED,   /* a write failed (*err): the file ends with a whole line */
+};
+
+/* Appends the whole lines at the start of buf[0..*len) (through its last
+ * newline; all of it when there is none and *len is at least keep_max) to
+ * g's descriptor, once it has checked that the descriptor is still the
+ * file g opened (one fstat: shim_fd_intact). What is left, a line not yet
+ * ended, moves to the front of buf and *len becomes its length. Never
+ * leaves part of a line in the file: when a write fails (a full disk:
+ * ENOSPC, EDQUOT; the file size limit: EFBIG; EIO, ...) the file is cut
+ * back to the last whole line written, or to an earlier line's end where
+ * that gives back at least reserve bytes of this call's (room for a last
+ * line saying so), and *err is the errno. After a failure or with another file there, *len is 0. A
+ * file another process appended to since is not cut. Its system calls go
+ * straight to the kernel (shim_sys.h). errno preserved. */
+enum outfile_status outfile_append_lines(struct shim_fd *g, char *buf, size_t *len,
+                                         size_t keep_max, size_t reserve, int *err);
 
 #endif

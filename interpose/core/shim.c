@@ -174,6 +174,7 @@ LATE_HANDLERS(SHIM_ROW_RECORD)
 LATE_HANDLERS(SHIM_ROW_THREAD_ID)
 LATE_HANDLERS(SHIM_ROW_STATS)
 LATE_HANDLERS(SHIM_ROW_ALLOC)
+LATE_HANDLERS(SHIM_ROW_FDS)
 LATE_HANDLERS(SHIM_ROW_BOUNCE_SUMMARY)
 LATE_HANDLERS(SHIM_ROW_BOUNCE_WARM)
 static const struct handlers late[SHIM_ROW_COUNT] = {
@@ -182,10 +183,10 @@ static const struct handlers late[SHIM_ROW_COUNT] = {
     LATE_ENTRY(SHIM_ROW_LINKS),          LATE_ENTRY(SHIM_ROW_PEER),
     LATE_ENTRY(SHIM_ROW_OWNERSHIP),      LATE_ENTRY(SHIM_ROW_RECORD),
     LATE_ENTRY(SHIM_ROW_THREAD_ID),      LATE_ENTRY(SHIM_ROW_STATS),
-    LATE_ENTRY(SHIM_ROW_ALLOC),
+    LATE_ENTRY(SHIM_ROW_ALLOC),          LATE_ENTRY(SHIM_ROW_FDS),
     LATE_ENTRY(SHIM_ROW_BOUNCE_SUMMARY), LATE_ENTRY(SHIM_ROW_BOUNCE_WARM),
 };
-_Static_assert(SHIM_ROW_COUNT == 12, "one LATE_HANDLERS and LATE_ENTRY per row");
+_Static_assert(SHIM_ROW_COUNT == 13, "one LATE_HANDLERS and LATE_ENTRY per row");
 
 static bool has_handlers(const struct shim_life_row *m)
 {
@@ -265,6 +266,38 @@ static void log_rows(void)
             used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
                                      used > 0 ? " " : "", row_at(i)->name);
     LOG_DEBUG("lifecycle rows: %s", names);
+}
+
+/* Every row, late ones included, in the table's order. */
+static void run_all(enum column c, bool upward)
+{
+    if (!atomic_load_explicit(&init_done, memory_order_acquire))
+        return;
+    unsigned joined = atomic_load(&joined_rows);
+    for (int k = 0; k < SHIM_ROW_COUNT; k++) {
+        int i = upward ? SHIM_ROW_COUNT - 1 - k : k;
+        const struct shim_life_row *m = row_in(i, joined);
+        void (*fn)(void) = m != NULL ? column_of(m, c) : NULL;
+        if (fn != NULL)
+            fn();
+    }
+}
+
+void shim_fork_prepare(void)
+{
+    run_all(FORK_PREPARE, false);
+}
+
+void shim_fork_parent(void)
+{
+    run_all(FORK_PARENT, true);
+}
+
+void shim_fork_child(void)
+{
+    run_all(FORK_CHILD, true);
+    if (atomic_load_explicit(&init_done, memory_order_acquire))
+        run_every_row(RESET);
 }
 
 /* ---- start-up and the guard ----------------------------------------------- */

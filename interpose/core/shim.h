@@ -50,7 +50,11 @@ const struct p2pshim_config *shim_config(void);
  *   SHIM_ROW_THREAD_ID       the cached thread id (shim.c), a late row
  *   SHIM_ROW_STATS           the exit summary's copy lines (stats.c)
  *   SHIM_ROW_ALLOC           the shim's own memory (shim_alloc.c): its lock,
- *                            taken last (the rows above allocate under theirs)
+ *                            taken after the others' (the rows above
+ *                            allocate under theirs)
+ *   SHIM_ROW_FDS             the shim's descriptors (fd_guard.c): the
+ *                            registry's lock, taken last (the rows above
+ *                            open and close under theirs)
  *   SHIM_ROW_BOUNCE_SUMMARY  the bounce module's summary line, after them
  *   SHIM_ROW_BOUNCE_WARM     the bounce module's tables, touched at start only
  *
@@ -87,6 +91,7 @@ enum shim_row {
     SHIM_ROW_THREAD_ID,
     SHIM_ROW_STATS,
     SHIM_ROW_ALLOC,
+    SHIM_ROW_FDS,
     SHIM_ROW_BOUNCE_SUMMARY,
     SHIM_ROW_BOUNCE_WARM,
     SHIM_ROW_COUNT
@@ -141,6 +146,15 @@ void shim_life_start(enum shim_row row);
 void shim_life_before_ctx_gone(struct CUctx_st *ctx, int dev);
 void shim_life_ctx_gone(struct CUctx_st *ctx);
 void shim_life_device_gone(int dev);
+
+/* fork's handlers for the forks that run none (_Fork, a fork through
+ * syscall(): wrap_syscall.c): every row's fork_prepare top to bottom;
+ * then in the parent every fork_parent, in the child every fork_child,
+ * bottom to top, and every reset: what the handlers shim_init installs
+ * and those of the late rows do for fork. Nothing before shim_init. */
+void shim_fork_prepare(void);
+void shim_fork_parent(void);
+void shim_fork_child(void);
 
 /* True while this thread is inside the shim's own processing: a hook
  * reached from there passes straight through. */

@@ -51,7 +51,11 @@ static pthread_mutex_t drain_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_bool enabled;
 static _Atomic uint64_t next_id;
 static _Atomic uint64_t dropped, written_decisions, written_activities;
-static int log_fd = -1;
+/* The run log's descriptor, one of the shim's (fd_guard.h): written only
+ * through write_lines, which checks it is still the file opened. */
+static _Atomic int log_fd = -1;
+static struct shim_fd log_guard;
+static char log_path[512];
 static pid_t log_pid;
 static const char *mode_text = "upgrade";
 static char cupti_state[96] = "off";
@@ -193,6 +197,63 @@ static void count_written(const struct entry *e)
         atomic_fetch_add_explicit(&written_activities, 1, memory_order_relaxed);
 }
 
+static struct outbuf writer_buf, final_buf, cut_buf;
+
+/* Room kept for the log-cut line when a write fails: the file is cut back
+ * far enough for it (outfile_append_lines). */
+#define CUT_LINE_ROOM 192
+
+/* The run log takes no more lines: a write failed (a full disk: the file
+ * is cut back to a whole line and, where that leaves room, a last event
+ * line "log-cut" says why: docs/LOG_FORMAT.md), or its descriptor
+ * is another file now (the program closed it with a raw system call and
+ * opened something there: nothing more is written to it, and it is never
+ * reopened). Said once on stderr; recording stops. drain_lock held. */
+static void stop_writing(enum outfile_status status, int err)
+{
+    char text[128];
+    if (status == OUTFILE_FAILED) {
+        struct entry e;
+        memset(&e, 0, sizeof e);
+        e.type = ENTRY_EVENT;
+        e.u.event = (struct event_entry){.what = LOG_EVENT_LOG_CUT, .from = -1, .to = -1,
+                                         .t_ns = record_now_ns()};
+        copy_whole_chars(e.u.event.detail, sizeof e.u.event.detail,
+                         err == ENOSPC || err == EDQUOT ? "disk-full"
+                         : err == EFBIG                 ? "file-too-big"
+                                                        : "write-error");
+        cut_buf.sink = NULL;
+        cut_buf.used = 0;
+        write_entry(&cut_buf, &e);
+        int ignored = 0;
+        bool noted = outfile_append_lines(&log_guard, cut_buf.data, &cut_buf.used, 0, 0,
+                                          &ignored) == OUTFILE_WRITTEN;
+        log_warn_stderr("cannot write the run log %s: %s; no more records%s", log_path,
+                        strerror_r(err, text, sizeof text),
+                        noted ? " (its last line says it was cut)" : "");
+        shim_fd_release(&log_guard);
+    } else {
+        log_warn_stderr("the run log %s is no longer open where the shim wrote it (its "
+                        "descriptor was closed and reused); no more records", log_path);
+        shim_fd_forget(&log_guard);
+    }
+    atomic_store(&enabled, false);
+}
+
+/* The outbufs' sink (record_int.h): whole lines to the run log. */
+static size_t write_lines(char *data, size_t used)
+{
+    if (atomic_load(&log_fd) < 0)
+        return 0;
+    int err = 0;
+    enum outfile_status status =
+        outfile_append_lines(&log_guard, data, &used, sizeof writer_buf.data / 2, CUT_LINE_ROOM,
+                             &err);
+    if (status != OUTFILE_WRITTEN)
+        stop_writing(status, err);
+    return used;
+}
+
 /* Writes everything queued so far. drain_lock held. */
 static void drain(struct outbuf *o)
 {
@@ -204,7 +265,7 @@ static void drain(struct outbuf *o)
             return;
         }
     }
-    o->fd = log_fd;
+    o->sink = write_lines;
     if (!header_written) {
         struct header_facts h = {mode_text,          cupti_state, record_now_ns(),
                                  source_timestamp(), devices,     device_count};
@@ -224,8 +285,6 @@ static void drain(struct outbuf *o)
     }
     out_flush(o);
 }
-
-static struct outbuf writer_buf, final_buf;
 
 static void *writer_main(void *arg)
 {
@@ -287,18 +346,20 @@ static char log_pattern[512];
  * refused, never cut. */
 static void open_log_file(void)
 {
-    char path[sizeof log_pattern], why[128];
-    log_fd = -1;
+    char why[128];
+    atomic_store(&log_fd, -1);
     log_pid = getpid();
     header_written = false;
-    if (!outfile_expand(log_pattern, path, sizeof path)) {
+    if (!outfile_expand(log_pattern, log_path, sizeof log_path)) {
         LOG_WARN("the run log's name P2PSHIM_RUN_LOG=\"%s\" is longer than %zu bytes once "
-                 "%%p and %%h are expanded; writing none", log_pattern, sizeof path - 1);
+                 "%%p and %%h are expanded; writing none", log_pattern, sizeof log_path - 1);
         return;
     }
-    log_fd = outfile_open(path, 0, why, sizeof why);
-    if (log_fd < 0)
-        LOG_WARN("cannot open the run log %s: %s; writing none", path, why);
+    int fd = outfile_open(log_path, 0, why, sizeof why);
+    if (fd >= 0 && shim_fd_adopt(&log_guard, &log_fd, fd, "the run log") < 0)
+        snprintf(why, sizeof why, "no descriptor above 2 is free"), fd = -1;
+    if (fd < 0)
+        LOG_WARN("cannot open the run log %s: %s; writing none", log_path, why);
 }
 
 void record_fork_child(void)
@@ -314,9 +375,10 @@ void record_fork_child(void)
     atomic_store(&dropped, 0);
     atomic_store(&written_decisions, 0);
     atomic_store(&written_activities, 0);
-    if (log_fd >= 0)
-        close(log_fd);
-    log_fd = -1;
+    shim_fd_release(&log_guard); /* the child's copy of the parent's */
+    int unguarded = atomic_exchange(&log_fd, -1);
+    if (unguarded >= 0)
+        close(unguarded);
     /* The parent's writer may have been mid-line (its header waits on the
      * driver for device names): nothing it had built is the child's. */
     writer_buf.used = 0;

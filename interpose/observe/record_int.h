@@ -39,10 +39,13 @@ struct entry {
 struct outbuf {
     char data[1 << 16];
     size_t used;
-    int fd;                     /* where out_flush writes (< 0: nowhere) */
+    /* Where out_flush writes (NULL: nowhere): writes the whole lines of
+     * data[0..used), moves what is left (a line not yet ended) to the
+     * front and returns its length (record.c). */
+    size_t (*sink)(char *data, size_t used);
 };
 
-/* Writes what o holds to o->fd; empties it. */
+/* Writes what o holds through o->sink, which keeps a line not yet ended. */
 void out_flush(struct outbuf *o);
 /* Appends to o (flushed first when nearly full). */
 void out_printf(struct outbuf *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

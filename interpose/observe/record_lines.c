@@ -19,16 +19,7 @@
 
 void out_flush(struct outbuf *o)
 {
-    size_t off = 0;
-    while (off < o->used && o->fd >= 0) {
-        ssize_t n = write(o->fd, o->data + off, o->used - off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        off += (size_t)n;
-    }
-    o->used = 0;
+    o->used = o->sink != NULL ? o->sink(o->data, o->used) : 0;
 }
 
 void out_printf(struct outbuf *o, const char *fmt, ...)

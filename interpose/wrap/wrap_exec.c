@@ -2,7 +2,9 @@
  * the run log is drained (and footed) first. They do nothing else, and
  * nothing at all when no run log is open: a program that never touches
  * CUDA is untouched. If the exec fails the process goes on and the log
- * continues (a later footer supersedes). */
+ * continues (a later footer supersedes). The execs made through syscall()
+ * do the same (wrap_syscall.c); one made with the instruction itself
+ * cannot be seen. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -14,6 +16,7 @@
 #include "next_symbol.h"
 #include "record.h"
 #include "shim_cuda.h"
+#include "wrap_exec.h"
 
 #define REAL_LIBC(type, name)                                                 \
     type real_ = (type)next_symbol(name);                                     \
@@ -22,7 +25,7 @@
         return -1;                                                            \
     }
 
-static void before_exec(void)
+void exec_flush_records(void)
 {
     if (record_enabled())
         record_flush_final();
@@ -31,40 +34,51 @@ static void before_exec(void)
 typedef int (*execve_fn)(const char *, char *const[], char *const[]);
 typedef int (*execv_fn)(const char *, char *const[]);
 typedef int (*fexecve_fn)(int, char *const[], char *const[]);
+typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int);
 
 P2PSHIM_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
     REAL_LIBC(execve_fn, "execve");
-    before_exec();
+    exec_flush_records();
     return real_(path, argv, envp);
 }
 
 P2PSHIM_EXPORT int execv(const char *path, char *const argv[])
 {
     REAL_LIBC(execv_fn, "execv");
-    before_exec();
+    exec_flush_records();
     return real_(path, argv);
 }
 
 P2PSHIM_EXPORT int execvp(const char *file, char *const argv[])
 {
     REAL_LIBC(execv_fn, "execvp");
-    before_exec();
+    exec_flush_records();
     return real_(file, argv);
 }
 
 P2PSHIM_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
     REAL_LIBC(execve_fn, "execvpe");
-    before_exec();
+    exec_flush_records();
     return real_(file, argv, envp);
 }
 
 P2PSHIM_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
     REAL_LIBC(fexecve_fn, "fexecve");
-    before_exec();
+    exec_flush_records();
     return real_(fd, argv, envp);
+}
+
+/* glibc 2.34's; glibc's fexecve calls it without going through the
+ * exported name, so both are wrapped. */
+P2PSHIM_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
+                            int flags)
+{
+    REAL_LIBC(execveat_fn, "execveat");
+    exec_flush_records();
+    return real_(dirfd, path, argv, envp, flags);
 }
 
 /* The list forms build the argv on the stack, as glibc's own execl does:
