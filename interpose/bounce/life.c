@@ -62,7 +62,10 @@ P2PSHIM_HOT void bounce_host_access(const void *host, size_t bytes, bool write)
         return;
     uffd_barrier();
     if (write) {
-        bounce_end_overlapping(lo, hi, false, false);
+        /* Every page filled first, those the write covers too: the
+         * driver may still refuse the call (a freed source, a bad
+         * value), and then the host must hold what it held. */
+        bounce_end_overlapping(lo, hi, true, false);
         return;
     }
     bounce_lock();

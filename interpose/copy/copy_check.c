@@ -1,19 +1,20 @@
+#include "hot.h"
 #include "copy_check.h"
 
 #include "owner_lookup.h"
 
-bool copy_check_info_holds(const struct owner_info *info, uintptr_t p, size_t n)
+P2PSHIM_HOT bool copy_check_info_holds(const struct owner_info *info, uintptr_t p, size_t n)
 {
     /* Only device memory from cuMemAlloc is one allocation whose end the
      * driver holds every copy to; a range the driver did not say comes
-     * back as one byte (resolve.c), which says nothing of the end. */
+     * back as one byte (owner_lookup.c), which says nothing of the end. */
     if (info->kind != MEM_KIND_DEVICE || (info->from_driver && info->size <= 1) ||
         p < info->base || p - info->base >= info->size)
         return true;
     return n <= info->size - (p - info->base);
 }
 
-bool copy_check_holds(CUdeviceptr p, size_t n)
+P2PSHIM_HOT bool copy_check_holds(CUdeviceptr p, size_t n)
 {
     struct owner_info info;
     if (n == 0 || !resolve_pointer(p, &info))

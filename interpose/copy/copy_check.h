@@ -33,7 +33,7 @@ static inline bool copy_check_span(uintptr_t p, size_t n)
  * knows it as device-resident memory of one allocation (device, pool or
  * managed memory); true where it does not know (host memory, mapped
  * memory, which may go on over a seam, a range the driver did not say).
- * Asks resolve.h: the answer is cached for the copy path after it. */
+ * Asks owner_lookup.h: the answer is cached for the copy path after it. */
 bool copy_check_holds(CUdeviceptr p, size_t n);
 /* The same, for an end whose owner the caller has resolved already. */
 bool copy_check_info_holds(const struct owner_info *info, uintptr_t p, size_t n);

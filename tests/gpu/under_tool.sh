@@ -44,7 +44,8 @@ run() { # NAME PRELOAD CMD...: output in NAME.out/.err, shim lines in NAME.summa
     env LD_PRELOAD="$pre" P2PSHIM_LOG=info P2PSHIM_LOG_FILE="$dir/$name.%p.log" \
         "$@" >"$dir/$name.out" 2>"$dir/$name.err"
     rc=$?
-    cat "$dir/$name".*.log 2>/dev/null | grep 'summary' | sed 's/^.*p2pshim: //' | sort \
+    cat "$dir/$name".*.log 2>/dev/null | grep 'summary' | sed 's/^.*p2pshim: //' \
+        | sed -E 's/ handler_us(_per_snap)?=[0-9.]+//g' | sort \
         >"$dir/$name.summary"
     return $rc
 }

@@ -1,4 +1,4 @@
-/* The exit summary's counters (interpose/stats.c): byte counts and the
+/* The exit summary's counters (interpose/observe/stats.c): byte counts and the
  * totals over pairs stop at UINT64_MAX instead of wrapping to a small
  * figure, per pair and in the "summary total" line. */
 #define _GNU_SOURCE

@@ -171,7 +171,7 @@ def groups_for(a, torch_devices):
     """(name, kind, procs, argv) per process: one per cudart, memory kind and
     placement, sizes under 1 GiB together and from 1 GiB on apart."""
     out = []
-    binary = lambda cudart: os.path.join(a.build_dir, "tools", "p2pbench",
+    binary = lambda cudart: os.path.join(a.build_dir, "tools", "bench", "p2pbench",
                                          "harmbench_" + cudart)
     for b in a.blocks:
         sizes = b["sizes"].split(",")
@@ -511,7 +511,7 @@ def main(argv):
         for g in groups:
             print("  %-34s x%d  %s" % (g[0], g[2], " ".join(g[3])))
         return 0
-    static = os.path.join(a.build_dir, "tools", "p2pbench", "harmbench_static")
+    static = os.path.join(a.build_dir, "tools", "bench", "p2pbench", "harmbench_static")
     for path in (shim, static):
         if not os.path.exists(path):
             print("harm_matrix: %s not found (build first, or --build-dir)" % path)
