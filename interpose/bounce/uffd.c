@@ -253,12 +253,14 @@ static bool again(void)
     return true;
 }
 
-bool uffd_copy(uintptr_t dst, const void *src, size_t len)
+/* UFFDIO_COPY of [dst, dst+len) in mode (write-protected or not), skipping
+ * pages already present; uffd_copy says what it returns. */
+static bool copy_mode(uintptr_t dst, const void *src, size_t len, __u64 mode)
 {
     const char *s = src;
     while (len > 0) {
         struct uffdio_copy c = {.dst = dst, .src = (uintptr_t)s, .len = len,
-                                .mode = UFFDIO_COPY_MODE_WP};
+                                .mode = mode};
         if (ioctl(the_fd, UFFDIO_COPY, &c) == 0)
             return true;
         int err = errno;
@@ -274,6 +276,11 @@ bool uffd_copy(uintptr_t dst, const void *src, size_t len)
         len -= done < len ? done : len;
     }
     return true;
+}
+
+bool uffd_copy(uintptr_t dst, const void *src, size_t len)
+{
+    return copy_mode(dst, src, len, UFFDIO_COPY_MODE_WP);
 }
 
 bool uffd_zero(uintptr_t dst, size_t len)
@@ -449,22 +456,5 @@ static bool maps_private_anon(uintptr_t start, size_t len)
 
 bool uffd_copy_writable(uintptr_t dst, const void *src, size_t len)
 {
-    const char *s = src;
-    while (len > 0) {
-        struct uffdio_copy c = {.dst = dst, .src = (uintptr_t)s, .len = len, .mode = 0};
-        if (ioctl(the_fd, UFFDIO_COPY, &c) == 0)
-            return true;
-        int err = errno;
-        size_t done = c.copy > 0 ? (size_t)c.copy : 0;
-        if (err == EEXIST && done == 0)
-            done = page_size; /* present already: leave it as it is */
-        else if (err == EAGAIN && done == 0 && !again())
-            return errno = EAGAIN, false;
-        else if (err != EAGAIN && err != EEXIST)
-            return false;
-        dst += done;
-        s += done;
-        len -= done < len ? done : len;
-    }
-    return true;
+    return copy_mode(dst, src, len, 0);
 }
