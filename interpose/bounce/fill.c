@@ -174,7 +174,9 @@ bool bounce_give_up(struct snap *s, uintptr_t near)
             s->page[i] = PG_BUSY_DIRTY;
     }
     bounce_unlock();
-    bool ok = uffd_protect(s->reg_lo, s->reg_hi - s->reg_lo, false);
+    const size_t len = s->reg_hi - s->reg_lo;
+    bool ok = s->lazy ? uffd_protect(s->reg_lo, len, false)
+                      : uffd_unprotect_writable(s->reg_lo, len);
     bounce_lock();
     if (!ok || (s->lazy && !fill_all_from(s, bounce_index(s, near))))
         return false;

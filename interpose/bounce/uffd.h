@@ -78,6 +78,13 @@ bool uffd_in_handler(void);
  * or hugetlb mapping, no stack), by /proc/self/maps. */
 bool uffd_private_anon(uintptr_t start, size_t len);
 
+/* uffd_protect(start, len, false) for an eager range (registered for
+ * write-protection only) that the program is writing: its pages made
+ * writable in one call where they would otherwise fault one by one (a
+ * shared mapping: pinned memory), then its waiters woken. uffd.c says
+ * why. */
+bool uffd_unprotect_writable(uintptr_t start, size_t len);
+
 /* In a fork child: the handler thread does not exist there and the
  * descriptor serves the parent. Closes it; uffd_open fails from now on. */
 void uffd_after_fork_child(void);
