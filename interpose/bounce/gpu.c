@@ -14,6 +14,7 @@
 #include "gpu.h"
 #include "hooks.h"
 #include "log.h"
+#include "own_device.h"
 #include "uffd.h"
 
 #define IDLE_MAX 2                   /* idle buffers kept per device */
@@ -80,6 +81,7 @@ static void buffer_free(struct dbuf *b)
 {
     const struct driver_api *d = driver_api();
     bgpu_sync_uses(b);
+    own_device_remove(b->ptr);
     if (d->mem_free && bgpu_push(b->ctx)) {
         d->mem_free(b->ptr);
         bgpu_pop();
@@ -169,6 +171,10 @@ bool bgpu_buffer_get(int dev, CUcontext ctx, size_t bytes, bool (*evict)(int dev
     CUresult r = CUDA_ERROR_INVALID_CONTEXT;
     if (bgpu_push(ctx)) {
         r = d->mem_alloc(&p, bytes);
+        if (r == CUDA_SUCCESS && !own_device_add(p, bytes)) {
+            d->mem_free(p); /* no room to hide it from the program: go without */
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        }
         bgpu_pop();
     }
     if (r != CUDA_SUCCESS) {

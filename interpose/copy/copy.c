@@ -300,6 +300,8 @@ struct copy_action copy_consider_linear(struct copy_call *call, CUdeviceptr dst,
     bool bounce = cfg->mode == P2PSHIM_MODE_UPGRADE && cfg->bounce != P2PSHIM_BOUNCE_OFF;
     if (!copy_check_span(dst, bytes) || !copy_check_span(src, bytes))
         return (struct copy_action){false, CUDA_SUCCESS}; /* refused: the driver's */
+    if (own_device_overlaps(dst, bytes) || own_device_overlaps(src, bytes))
+        return copy_refused_own();
     if (bytes >= BOUNCE_UNIFIED_MIN && dst != 0 && src != 0 && (observe || bounce)) {
         struct owner_info di, si;
         bool dh = is_host(dst, &di), sh = is_host(src, &si);
@@ -477,6 +479,8 @@ struct copy_action copy_consider_host(struct copy_call *call, CUdeviceptr device
 {
     if (!copy_check_span(device_ptr, bytes) || !copy_check_span((uintptr_t)host_ptr, bytes))
         return (struct copy_action){false, CUDA_SUCCESS}; /* refused: the driver's */
+    if (own_device_overlaps(device_ptr, bytes))
+        return copy_refused_own();
     struct copy_action act = host_copy(call, device_ptr, host_ptr, bytes, to_device, sync);
     host_copy_note(call, device_ptr, host_ptr, bytes, to_device, act.replaced);
     return act;

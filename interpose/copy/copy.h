@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "own_device.h"
 #include "shim_cuda.h"
 
 /* One hooked call: which variant, on which stream; and what the wrapper
@@ -61,6 +62,14 @@ struct copy_action {
     bool replaced;
     CUresult rc; /* when replaced: the program's answer */
 };
+
+/* The answer to a call through a pointer into the shim's own device
+ * memory (own_device.h): the driver's to a freed pointer, without calling
+ * it, counting or recording the call. */
+static inline struct copy_action copy_refused_own(void)
+{
+    return (struct copy_action){true, CUDA_ERROR_INVALID_VALUE};
+}
 
 /* A linear copy between two unified addresses. dst_ctx/src_ctx: the
  * contexts named by the Peer APIs, else NULL. */

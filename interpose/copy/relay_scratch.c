@@ -7,6 +7,7 @@
 #include "config.h"
 #include "driver.h"
 #include "log.h"
+#include "own_device.h"
 #include "shim.h"
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -60,6 +61,7 @@ static void release_lane(struct relay_lane *l)
         if (streams[i] != NULL && d->stream_destroy)
             d->stream_destroy(streams[i]);
     if (l->buf != 0 && d->mem_free) {
+        own_device_remove(l->buf);
         d->mem_free(l->buf);
         atomic_fetch_sub(&held_bytes, l->slot * RELAY_SLOTS);
     }
@@ -239,6 +241,11 @@ static bool make_buf(struct relay_dev *r, struct relay_lane *l)
     size_t slot = config_get()->pool_relay / (RELAY_SLOTS * RELAY_LANES) &
                   ~(((size_t)64 << 10) - 1);
     if (slot == 0 || driver_api()->mem_alloc(&l->buf, slot * RELAY_SLOTS) != CUDA_SUCCESS) {
+        l->buf = 0;
+        return false;
+    }
+    if (!own_device_add(l->buf, slot * RELAY_SLOTS)) {
+        driver_api()->mem_free(l->buf);
         l->buf = 0;
         return false;
     }

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "driver.h"
+#include "own_device.h"
 #include "shim_alloc.h"
 
 /* Runs fn-like driver work with ctx current, the caller's restored. */
@@ -24,6 +25,11 @@ static bool alloc_in(CUcontext ctx, CUdeviceptr *out)
     if (d->mem_alloc == NULL || !push(ctx))
         return false;
     bool ok = d->mem_alloc(out, TRUST_PROBE_BYTES) == CUDA_SUCCESS;
+    if (ok && !own_device_add(*out, TRUST_PROBE_BYTES)) {
+        if (d->mem_free != NULL)
+            d->mem_free(*out);
+        ok = false;
+    }
     pop();
     if (!ok)
         *out = 0;
@@ -64,10 +70,12 @@ void trust_probe_close(struct trust_probe *p)
             d->event_destroy(p->end);
         if (p->stream != NULL && d->stream_destroy != NULL)
             d->stream_destroy(p->stream);
+        own_device_remove(p->from_buf);
         if (p->from_buf != 0 && d->mem_free != NULL)
             d->mem_free(p->from_buf);
         pop();
     }
+    own_device_remove(p->to_buf);
     if (p->to_buf != 0 && d->mem_free != NULL && push(p->to_ctx)) {
         d->mem_free(p->to_buf);
         pop();

@@ -59,8 +59,10 @@
  * them; or carried by the shim's pool relay (pool_relay.h), whose answer
  * the wrapper then returns. */
 #define CONSIDER_LINEAR(dctx, sctx, sync)                                     \
-    (copy_consider(copy_relay_allow(call, &dst, &src, sync), dst, dctx, src, sctx, n), \
-     copy_relayed(call))
+    (own_device_overlaps(dst, n) || own_device_overlaps(src, n)                \
+         ? copy_refused_own()                                                  \
+         : (copy_consider(copy_relay_allow(call, &dst, &src, sync), dst, dctx, src, sctx, n), \
+            copy_relayed(call)))
 #define WRAP_LINEAR_SYNC(name)                                                \
     WRAP_ACT(name, (CUdeviceptr dst, CUdeviceptr src, size_t n), (dst, src, n), NULL, \
              CONSIDER_LINEAR(NULL, NULL, SYNC))

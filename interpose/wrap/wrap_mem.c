@@ -6,6 +6,7 @@
 #include "copy.h"
 #include "driver.h"
 #include "hooks.h"
+#include "own_device.h"
 #include "ownership.h"
 #include "owner_lookup.h"
 #include "shim.h"
@@ -58,9 +59,14 @@ P2PSHIM_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize,
     return r;
 }
 
+/* A free of a stale pointer that now lies in the shim's own device memory
+ * gets the driver's answer to a freed one (own_device.h), and frees
+ * nothing of the shim's. */
 P2PSHIM_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
     REAL_OR_FAIL(cuMemFree_v2);
+    if (own_device_overlaps(dptr, 1))
+        return CUDA_ERROR_INVALID_VALUE;
     alloc_forget((uintptr_t)dptr);
     return real(dptr);
 }

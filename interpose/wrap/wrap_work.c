@@ -8,6 +8,7 @@
  * its own arguments; with no snapshot alive the cost is one relaxed load. */
 #include "bounce/bounce.h"
 #include "hooks.h"
+#include "own_device.h"
 #include "shim.h"
 
 #define WRAP_WORK(name, params, args)                                         \
@@ -64,13 +65,16 @@ WRAP_WORK(cuStreamBatchMemOp_v2, BATCH_PARAMS, BATCH_ARGS)
 WRAP_WORK(cuStreamBatchMemOp_v2_ptsz, BATCH_PARAMS, BATCH_ARGS)
 
 /* Memsets: the snapshots over [dst, dst + span) end (a memset of device
- * memory touches none). */
+ * memory touches none); one through a stale pointer into the shim's own
+ * device memory gets the driver's answer to a freed one (own_device.h). */
 #define WRAP_MEMSET(name, params, args, span)                                 \
     P2PSHIM_EXPORT CUresult name params                                       \
     {                                                                         \
         pfn_##name real = REAL(name);                                         \
         if (real == NULL)                                                     \
             return CUDA_ERROR_NOT_INITIALIZED;                                \
+        if ((span) != 0 && own_device_overlaps(dst, (span)))                  \
+            return CUDA_ERROR_INVALID_VALUE;                                  \
         if (bounce_active() && shim_begin()) {                                \
             bounce_gpu_writes(dst, (span));                                   \
             shim_end();                                                       \

@@ -351,6 +351,38 @@ static void case_budget(void)
     }
 }
 
+/* A device buffer the program freed, then a bounced D2H (whose snapshot
+ * the shim keeps in device memory of its own, perhaps at the freed
+ * address: the driver reuses it), then copies from the freed pointer: the
+ * driver refuses them without the shim, and must with it; the host keeps
+ * the round's bytes. */
+static void case_stale_source(void)
+{
+    size_t n = N;
+    unsigned char *h = malloc(n), *other = malloc(n);
+    PL_EXPECT(h != NULL && other != NULL, "malloc");
+    memset(other, 0x5a, n);
+    for (unsigned r = 0; r < 3; r++) {
+        CUdeviceptr stale = pl_alloc(bt_env.ctx[0], n);
+        pl_free(bt_env.ctx[0], stale);
+        d2h(h, n, 720 + r);
+        memcpy(want, pat, n);
+        CUresult d2h_rc = cuMemcpyDtoH_v2(other, stale, n);
+        CUresult d2d_rc = cuMemcpyDtoD_v2(dst1, stale, n);
+        CUresult set_rc = cuMemsetD8_v2(stale, 0, n);
+        printf("stale source, round %u: D2H %d, device copy %d, memset %d\n", r + 1,
+               (int)d2h_rc, (int)d2d_rc, (int)set_rc);
+        PL_EXPECT(d2h_rc == CUDA_ERROR_INVALID_VALUE && d2d_rc == CUDA_ERROR_INVALID_VALUE &&
+                      set_rc == CUDA_ERROR_INVALID_VALUE,
+                  "stale source, round %u: D2H %d, device copy %d, memset %d (the driver "
+                  "refuses each)", r + 1, (int)d2h_rc, (int)d2d_rc, (int)set_rc);
+        h2d_check(h, n, "stale source, the bounced round");
+    }
+    printf("stale source, the other buffer: %016llx\n", (unsigned long long)bt_fnv(other, n));
+    free(h);
+    free(other);
+}
+
 static const struct {
     const char *name;
     void (*fn)(void);
@@ -363,6 +395,7 @@ static const struct {
     {"realloc", case_realloc}, {"free", case_free},       {"dontneed", case_dontneed},
     {"unusual", case_unusual}, {"pinned", case_pinned},   {"threads", case_threads},
     {"budget", case_budget},   {"refused", case_refused},
+    {"stale_source", case_stale_source},
 };
 
 int main(int argc, char **argv)

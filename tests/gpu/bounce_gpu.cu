@@ -38,6 +38,12 @@
 #include <unistd.h>
 
 static int failures;
+/* Whether pair() reads an untouched pair's host buffer after its H2D.
+ * Such a read tells the shim that the buffer is read besides going back
+ * to a GPU (its next D2Hs take the eager form, the bytes through the
+ * host): the path checks of a loop over one buffer leave it to the loop's
+ * last round. */
+static int untouched_host_check = 1;
 static const char *expect = "any";
 static size_t page;
 static void *dev_src[2], *dev_dst[2];
@@ -177,7 +183,8 @@ static void pair(unsigned char *h, size_t n, int from, int to, int mode, int asy
     if (mode == 0)
         window_end(n, what);
     check_dev(to, dev_dst[to], n, what);
-    check_host(h, n, what);
+    if (mode != 0 || untouched_host_check)
+        check_host(h, n, what);
 }
 
 /* ---- the other readers: write(2), a child ---- */
@@ -304,9 +311,14 @@ static void pinned(size_t n)
     for (int mode = 0; mode < 3; mode++)
         pair(p, n, 0, 1, mode, 1, 100 + (uint32_t)mode);
     expect = saved;
+    /* A buffer of its own: p's written pair wasted its snapshot, and the
+     * shim's predictor backs off from p for the next D2Hs. */
+    unsigned char *q;
+    GT_CHECK(cudaMallocHost((void **)&q, n));
     for (uint32_t r = 0; r < 3; r++)
-        eager_pair(p, n, 130 + r, r ? "pinned again, nothing in between" :
+        eager_pair(q, n, 130 + r, r ? "pinned again, nothing in between" :
                                       "pinned, nothing in between");
+    GT_CHECK(cudaFreeHost(q));
     kernel_writes(p, n);
     GT_CHECK(cudaFreeHost(p));
     if (strcmp(expect, "bounced") == 0)
@@ -486,6 +498,7 @@ int main(int argc, char **argv)
      * shim's predictor), which moves the D2H's bytes through the host. */
     unsigned char *stage = (unsigned char *)malloc(cap + 64);
     unsigned char *touched = (unsigned char *)malloc(cap + 64);
+    untouched_host_check = strcmp(expect, "bounced") != 0;
     for (int i = 0; i < nsizes; i++) {
         size_t n = sizes[i];
         for (int async = 0; async < 2; async++)
@@ -496,8 +509,11 @@ int main(int argc, char **argv)
             }
     }
     /* One staging buffer, eight rounds, both directions. */
-    for (int r = 0; r < 8; r++)
+    for (int r = 0; r < 8; r++) {
+        untouched_host_check = r == 7 || strcmp(expect, "bounced") != 0;
         pair(stage, (size_t)64 << 20, r % 2, 1 - r % 2, 0, r % 3 == 0, 200 + (uint32_t)r);
+    }
+    untouched_host_check = 1;
     kernel_readers((size_t)64 << 20);
     lifetimes((size_t)64 << 20);
     pinned((size_t)64 << 20);
