@@ -16,6 +16,7 @@
 #include "pages.h"
 #include "owner_lookup.h"
 #include "shim.h"
+#include "shim_sys.h"
 #include "stage.h"
 #include "table.h"
 #include "uffd.h"
@@ -169,6 +170,25 @@ static void publish(struct snap *s)
     uffd_wake(s->reg_lo, s->reg_hi - s->reg_lo);
 }
 
+/* Whether [lo, hi) (whole pages) looks new: none of its first, middle and
+ * last pages resident. Three mincore calls: a sample, not a census. A
+ * buffer reused between rounds has its pages; a new one (a fresh tensor,
+ * a new mapping) has none until the D2H writes them. */
+static bool none_resident(uintptr_t lo, uintptr_t hi)
+{
+    uintptr_t at[3] = {lo, lo + (((hi - lo) / 2) & ~(uintptr_t)(bounce_page - 1)),
+                       hi - bounce_page};
+    for (int i = 0; i < 3; i++) {
+        unsigned char v = 0;
+        /* Straight to the kernel: not through a wrapper of the program's
+         * mincore, which may answer for lazy pages (shim_sys.h). */
+        if (shim_sys6(SYS_mincore, (long)at[i], (long)bounce_page, (long)&v, 0, 0, 0) != 0 ||
+            (v & 1))
+            return false;
+    }
+    return true;
+}
+
 /* Lazy: the snapshot replaces the D2H; full pages are dropped and come
  * back on demand; partial head and tail pages are copied now. */
 static bool lazy_d2h(const struct copy_call *call, bool sync, uintptr_t h, CUdeviceptr dev,
@@ -197,6 +217,7 @@ static bool lazy_d2h(const struct copy_call *call, bool sync, uintptr_t h, CUdev
         discard(s, false);
         return false;
     }
+    s->fresh = none_resident(dlo, dhi);
     if (madvise((void *)dlo, dhi - dlo, MADV_DONTNEED) != 0) {
         discard(s, true);
         return false;

@@ -66,9 +66,12 @@ void bounce_tell_readers(struct snap *s)
  * eager snapshot would have cost those reads nothing. */
 static void judge_fills(struct snap *s)
 {
-    if (!s->h2d_seen && s->filled * 2 > bounce_npages(s))
+    /* A new buffer's fill is no loss of itself (fresh): judged when its
+     * H2D comes, or wasted when it ends without one. */
+    if (!s->h2d_seen && !s->fresh && s->filled * 2 > bounce_npages(s))
         bounce_judge(s, false);
-    if (s->h2d_seen && s->judged && s->useful && s->filled_after * 2 > bounce_npages(s))
+    if (s->h2d_seen && s->judged && s->useful && !s->fresh &&
+        s->filled_after * 2 > bounce_npages(s))
         bounce_tell_readers(s);
 }
 

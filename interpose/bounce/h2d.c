@@ -177,11 +177,19 @@ static void unpin(struct piece *pc, int np, bool served, bool mostly_host)
         struct snap *s = pc[i].s;
         if (s == NULL)
             continue;
-        if (served)
+        /* A new buffer read first whose bytes still went to the GPU from
+         * the snapshot: its fill cost what the D2H would have, and the H2D
+         * was saved. No outcome: the key goes on as its other rounds say
+         * (a loop of x.cpu().cuda() with a read every other round stays
+         * lazy instead of backing off). */
+        bool fresh_read = served && s->lazy && s->fresh && s->read_first && !mostly_host;
+        if (served && fresh_read)
+            s->judged = true;
+        else if (served)
             bounce_judge(s, !s->read_first && !mostly_host);
         /* Read first, yet its bytes went to the GPU from the snapshot: the
          * CPU reads this buffer between the copies without writing it. */
-        if (served && s->lazy && s->read_first && !mostly_host)
+        if (served && s->lazy && s->read_first && !mostly_host && !s->fresh)
             bounce_tell_readers(s);
         s->busy--;
         if (served && !s->ending)

@@ -212,6 +212,46 @@ static void never_and_fresh(void)
     free(p);
 }
 
+/* 1b''. A fresh buffer each round from one source, every other round read
+ * whole by the CPU before its H2D (x.cpu().to(...) and a checksum of
+ * x.cpu() in one loop). The read rounds' fills cost what their D2Hs would
+ * have: they must not back the source off, nor turn it eager, so that the
+ * untouched rounds stay bounced (no byte through the host). */
+static void fresh_alternating(void)
+{
+    size_t n = ((size_t)768 << 10) + 3 * PG;
+    unsigned char *p = buffer(n);
+    int untouched_bounced = 0;
+    for (int i = 0; i < 14; i++) {
+        char what[64];
+        bool read = i % 2 == 1;
+        snprintf(what, sizeof what, "fresh alternating, round %d%s", i, read ? ", read" : "");
+        unsigned char *f = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                                -1, 0);
+        PL_EXPECT(f != MAP_FAILED, "mmap");
+        struct standin_stats s0;
+        bt_d2h_round(f, src1, bt_env.ctx[1], p, n, 370 + (unsigned)i, &s0);
+        if (read)
+            bt_check_host(f, p, n, what);
+        pl_use(bt_env.ctx[0]);
+        PL_OK(cuMemcpyHtoD_v2(dst0, f, n));
+        struct bt_paths d;
+        bt_paths_since(&s0, &d);
+        if (!read && i >= 2 && d.d2h_bytes + d.h2d_bytes == 0)
+            untouched_bounced++;
+        bt_check_dev(dst0, p, n, what);
+        standin_flush_all();
+        printf("%s: device=%016llx\n", what,
+               (unsigned long long)bt_fnv((const void *)(uintptr_t)dst0, n));
+        munmap(f, n);
+    }
+    /* Rounds 2, 4, ..., 12: six untouched rounds after the evidence. */
+    PL_EXPECT(!bt_shim || getenv("BT_NO_BOUNCE") || untouched_bounced == 6,
+              "fresh alternating: %d of 6 untouched rounds bounced (the read rounds backed "
+              "the source off)", untouched_bounced);
+    free(p);
+}
+
 /* 1c. Pinned memory (auto: eager). The D2H moves every byte to the host
  * as usual and the H2D comes from the snapshot while nothing could have
  * written the buffer behind its page tables; a memset of the pinned
@@ -329,6 +369,7 @@ int main(int argc, char **argv)
     flavours();
     policy();
     never_and_fresh();
+    fresh_alternating();
     pinned_eager();
     captured();
     loop();
