@@ -6,7 +6,8 @@
 # is a manylinux library) and tags it manylinux_2_N by the glibc symbols it
 # uses;
 # the repaired wheel installs with no index into a fresh venv, and its
-# launcher finds its own library and runs programs under it.
+# launcher finds its own library and runs programs under it. The wheel
+# is then kept in PT_BUILD/wheelhouse.
 # PT_* variables as package_test.sh's, and PT_AUDITWHEEL.
 # Exit 0 passed, 1 failed, 77 skipped (auditwheel, a venv or a package
 # index missing; in CI only auditwheel may be).
@@ -90,6 +91,10 @@ grep -q "4 copies went peer-to-peer, 0 were staged" "$dir/demo.out" &&
     grep -q "summary total copies=4 upgraded=4" "$dir/demo.err" ||
     { bad "the wheel's shim did not upgrade p2pdemo's copies"; cat "$dir/demo.out" "$dir/demo.err"; }
 "$dir/use/bin/python" -c 'import p2pshim.logs' || bad "import p2pshim.logs from the wheel"
-grep -i "grafting\|copied" "$dir/repair.log"
-[ "$fail" -eq 0 ] && echo "package manylinux: passed ($(basename "$whl"))"
+# A wheel that passed is kept in the build folder, to publish.
+if [ "$fail" -eq 0 ]; then
+    rm -rf "$PT_BUILD/wheelhouse" && mkdir -p "$PT_BUILD/wheelhouse" &&
+        cp "$whl" "$PT_BUILD/wheelhouse/" || bad "cannot keep the wheel in $PT_BUILD/wheelhouse"
+fi
+[ "$fail" -eq 0 ] && echo "package manylinux: passed ($PT_BUILD/wheelhouse/$(basename "$whl"))"
 exit "$fail"
