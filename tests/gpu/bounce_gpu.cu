@@ -36,6 +36,7 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static int failures;
@@ -348,6 +349,13 @@ static void maps_line(const void *p, const char *what)
         fclose(f);
 }
 
+static double probe_now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
 static long faults_now(void)
 {
     struct rusage u;
@@ -379,14 +387,19 @@ static void probe_unprotect(int fd, void *p, size_t n, const char *what)
         rc = rc == 0 ? ioctl(fd, UFFDIO_WRITEPROTECT, &w) : rc;
         if (way == 2)
             rc = rc == 0 ? ioctl(fd, UFFDIO_UNREGISTER, &u) : rc;
+        long f0 = faults_now();
+        double t0 = probe_now_ms();
         int pop = way > 0 ? madvise(p, n, MADV_POPULATE_WRITE) : 0;
         int pop_errno = errno;
-        long f0 = faults_now();
+        double t1 = probe_now_ms();
+        long f1 = faults_now();
         memset(p, 7 + way, n);
-        long f = faults_now() - f0;
-        printf("probe %s: %s: ioctl %s, populate %s, rewrite of %zu pages: %ld faults\n", what,
-               ways[way], rc == 0 ? "ok" : strerror(errno),
-               pop == 0 ? "ok" : strerror(pop_errno), n / 4096, f);
+        double t2 = probe_now_ms();
+        long f2 = faults_now();
+        printf("probe %s: %s: ioctl %s, populate %s (%ld faults, %.2f ms), rewrite of %zu "
+               "pages: %ld faults, %.2f ms\n", what, ways[way], rc == 0 ? "ok" : strerror(errno),
+               pop == 0 ? "ok" : strerror(pop_errno), f1 - f0, t1 - t0, n / 4096, f2 - f1,
+               t2 - t1);
         if (way < 2)
             ioctl(fd, UFFDIO_UNREGISTER, &u);
     }
