@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """unit.check_refs_sees_planted: tools/dev/check_refs.py on a file planted
 in a fresh temporary folder. The file's comments name two paths from the
-root that do not exist and two that do: the check must fail and list
-exactly the two missing ones; with those two words taken out the same file
-must pass.
+root that do not exist (one in capitals, as docs/ names its pages) and
+two that do: the check must fail and list exactly the missing ones; with
+those words taken out the same file must pass.
 
 Usage: refs_planted.py CHECK_REFS ROOT
 """
@@ -13,7 +13,7 @@ import sys
 import tempfile
 
 GOOD = ("tools/dev/check_refs.py", "interpose/include/")
-BAD = ("interpose/bounce/planted_gone.c", "docs/planted_gone.json")
+BAD = ("interpose/bounce/planted_gone.c", "docs/planted_gone.json", "docs/PLANTED_GONE.md")
 
 
 def run(check, root, words):

@@ -11,9 +11,10 @@ folders (interpose/, tools/, tests/, docs/, cmake/, kernels/, python/),
 whatever it ends with (tests/standin/, docs/report-schema.json,
 tools/bench/p2pbench/p2pbench.cu). It must name that very file or folder.
 A word followed by a pattern character (tools/launcher/report*.c), one
-with a placeholder in capitals (docs/NAME.md, tools/bench/results/DATE/)
+with a placeholder (docs/NAME.md, tools/bench/results/DATE/)
 and a trailing "..." or sentence full stop are taken as written: the
-pattern and the placeholder count as existing, the dots are dropped.
+pattern and the placeholder (a single capital, or FILE, NAME, DATE, DIR
+and the like) count as existing, the dots are dropped.
 
 A file name: a name ending .c .h .py .sh .md or .def. Each must
 exist in the repository:
@@ -57,6 +58,9 @@ BARE_AREAS = ("interpose", "tools", "docs", "")
 TOPS = ("interpose", "tools", "tests", "docs", "cmake", "kernels", "python")
 ROOT_PATH = re.compile(r"(?<![\w./$%{-])((?:" + "|".join(TOPS) + r")/[\w.+-]*(?:/[\w.+-]+)*/?)")
 PATTERN_NEXT = "*?[{<%$"
+# Placeholders in a path from the root (tools/bench/results/DATE/), and
+# any single capital (tests/X/).
+PATH_PLACEHOLDERS = {"DATE", "DIR", "TIME", "STAMP", "BUILD", "TARGET"}
 
 
 def comments_c(text):
@@ -154,7 +158,8 @@ def root_path_misses(part, root):
             continue
         word = word.rstrip(".") if word.endswith("...") or word.endswith(".") else word
         stems = [c.split(".")[0] for c in word.split("/")]
-        if any(s and (s.isupper() or s in PLACEHOLDERS) for s in stems):
+        if any(s in PLACEHOLDERS or s in PATH_PLACEHOLDERS or re.fullmatch("[A-Z]", s)
+               for s in stems):
             continue
         if not os.path.exists(os.path.join(root, word)):
             out.append(word)
