@@ -26,24 +26,6 @@
 #include "predict.h"
 #include "shim_cuda.h"
 
-/* Below this a snapshot never pays (P2PSHIM_BOUNCE_MIN's floor). */
-#define BOUNCE_MIN_BYTES ((size_t)64 << 10)
-/* P2PSHIM_BOUNCE_MIN=auto: measured on the H200 pair (docs/RESULTS.md),
- * a pageable pair of 64 KiB took 0.08 ms with a snapshot against 0.04 ms
- * without, one of 1 MiB 0.08 against 0.34; a pinned pair of 1 MiB 0.07
- * against 0.056, one of 16 MiB 0.40 against 0.62. */
-#define BOUNCE_AUTO_MIN_PAGEABLE ((size_t)1 << 20)
-#define BOUNCE_AUTO_MIN_PINNED ((size_t)16 << 20)
-
-/* The smallest D2H worth a snapshot for this kind of host memory
- * (P2PSHIM_BOUNCE_MIN, else the measured minimum). */
-static inline size_t bounce_min_for(const struct p2pshim_config *cfg, bool pinned)
-{
-    return cfg->bounce_min ? cfg->bounce_min
-           : pinned        ? BOUNCE_AUTO_MIN_PINNED
-                           : BOUNCE_AUTO_MIN_PAGEABLE;
-}
-
 /* Page states, one byte per page of a snapshot's registered range. */
 enum {
     PG_MISSING = 0, /* dropped: the bytes live in the snapshot only */

@@ -66,16 +66,16 @@ static enum how decide(const void *host, size_t bytes, CUdeviceptr dev,
 {
     *dma = false;
     const struct p2pshim_config *cfg = config_get();
-    if (cfg->mode != P2PSHIM_MODE_UPGRADE || cfg->bounce == P2PSHIM_BOUNCE_OFF ||
-        atomic_load(&bounce_disabled) || bytes < BOUNCE_MIN_BYTES || bytes < cfg->min_bytes ||
+    if (!config_bounce_on(cfg) || atomic_load(&bounce_disabled) ||
+        bytes < CONFIG_BOUNCE_MIN_FLOOR || bytes < cfg->min_bytes ||
         host == NULL)
         return HOW_NONE;
     /* Smaller than every kind's minimum: no candidate. While no key has
      * evidence, the predictor says no whatever the kind: the D2H is only
      * remembered, and neither pointer is looked up. */
-    size_t smallest = bounce_min_for(cfg, false) < bounce_min_for(cfg, true)
-                          ? bounce_min_for(cfg, false)
-                          : bounce_min_for(cfg, true);
+    size_t smallest = config_bounce_min(cfg, false) < config_bounce_min(cfg, true)
+                          ? config_bounce_min(cfg, false)
+                          : config_bounce_min(cfg, true);
     if (bytes < smallest || evidence_d2h_unarmed((uintptr_t)host, bytes, dev))
         return HOW_NONE;
     if (!resolve_pointer(dev, src) || src->device < 0 ||
@@ -86,12 +86,12 @@ static enum how decide(const void *host, size_t bytes, CUdeviceptr dev,
     if (resolve_pointer((CUdeviceptr)(uintptr_t)host, &h)) {
         if ((h.kind != MEM_KIND_HOST_PINNED && h.kind != MEM_KIND_HOST_REGISTERED) ||
             (uintptr_t)host - h.base + bytes > h.size ||
-            bytes < bounce_min_for(cfg, true))
+            bytes < config_bounce_min(cfg, true))
             return HOW_NONE;
         /* Written by DMA behind the page tables: eager, its snapshot good
          * only until GPU work that could write it is issued (wrap_work.c). */
         *dma = true;
-    } else if (bytes < bounce_min_for(cfg, false)) {
+    } else if (bytes < config_bounce_min(cfg, false)) {
         return HOW_NONE;
     }
     enum predict_verdict v = evidence_d2h((uintptr_t)host, bytes, dev, src->device);

@@ -320,9 +320,9 @@ static bool host_may_bounce(const struct p2pshim_config *cfg, const void *host, 
 {
     struct owner_info h;
     if (!resolve_pointer((CUdeviceptr)(uintptr_t)host, &h))
-        return bytes >= bounce_min_for(cfg, false);
+        return bytes >= config_bounce_min(cfg, false);
     return (h.kind == MEM_KIND_HOST_PINNED || h.kind == MEM_KIND_HOST_REGISTERED) &&
-           bytes >= bounce_min_for(cfg, true);
+           bytes >= config_bounce_min(cfg, true);
 }
 
 bool bounce_h2d(const struct copy_call *call, bool sync, CUdeviceptr dst, const void *host,
@@ -338,8 +338,8 @@ bool bounce_h2d(const struct copy_call *call, bool sync, CUdeviceptr dst, const 
      * smaller than any snapshot worth taking is no evidence, and does not
      * take the predictor's lock (a program's many small H2Ds of indices
      * and scalars). */
-    if (cfg->mode == P2PSHIM_MODE_UPGRADE && cfg->bounce != P2PSHIM_BOUNCE_OFF &&
-        bytes >= BOUNCE_MIN_BYTES && evidence_h2d_inside(host, bytes, &lo, &len) &&
+    if (config_bounce_on(cfg) && bytes >= CONFIG_BOUNCE_MIN_FLOOR &&
+        evidence_h2d_inside(host, bytes, &lo, &len) &&
         host_may_bounce(cfg, (const void *)lo, len))
         evidence_h2d(host, bytes);
     return false;

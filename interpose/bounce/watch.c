@@ -63,7 +63,7 @@ static void summary_reset(void)
 static void warm(void)
 {
     const struct p2pshim_config *cfg = config_get();
-    if (cfg->mode != P2PSHIM_MODE_UPGRADE || cfg->bounce == P2PSHIM_BOUNCE_OFF)
+    if (!config_bounce_on(cfg))
         return;
     pthread_mutex_lock(&watch_mu);
     memset(&table, 0, sizeof table);

@@ -15,10 +15,6 @@
 #include "stats.h"
 #include "upgrade.h"
 
-/* Below this a unified copy is not looked at for bouncing (bounce.h
- * leaves smaller ones alone anyway). */
-#define BOUNCE_UNIFIED_MIN ((size_t)64 << 10)
-
 /* ---- around the driver call ------------------------------------------ */
 
 void copy_call_begin(const struct copy_call *call)
@@ -86,7 +82,7 @@ static void record_decision(struct copy_call *call, const struct copy_end *src,
                             const struct copy_end *dst, size_t bytes, enum record_action action,
                             enum route_reason reason)
 {
-    bool cupti_on = want_cupti(shim_config()) && cupti_start();
+    bool cupti_on = want_cupti(config_get()) && cupti_start();
     struct decision_record r;
     r.id = call->record_id != 0 ? call->record_id : record_next_id();
     r.t_ns = call->record_id != 0 ? call->record_t_ns : record_now_ns();
@@ -143,7 +139,7 @@ static void note_link(struct copy_call *call, const struct copy_end *src,
 static void decide_and_act(struct copy_call *call, struct copy_end *src,
                            struct copy_end *dst, size_t bytes)
 {
-    const struct p2pshim_config *cfg = shim_config();
+    const struct p2pshim_config *cfg = config_get();
     if (want_cupti(cfg))
         cupti_start();
     link_life_tick();
@@ -230,12 +226,12 @@ static bool is_host(CUdeviceptr p, struct owner_info *info)
     return info->kind == MEM_KIND_HOST_PINNED || info->kind == MEM_KIND_HOST_REGISTERED;
 }
 
-/* Observe mode: a D2H or H2D of at least BOUNCE_UNIFIED_MIN bytes goes to
- * the bounce watch (bounce/bounce.h). dev: the device end. */
+/* Observe mode: a D2H or H2D of at least CONFIG_BOUNCE_MIN_FLOOR bytes
+ * goes to the bounce watch (bounce/bounce.h). dev: the device end. */
 static void watch_host_copy(CUdeviceptr dev, const void *host, size_t bytes, bool to_device)
 {
     struct owner_info info;
-    if (shim_config()->mode != P2PSHIM_MODE_OBSERVE || bytes < BOUNCE_UNIFIED_MIN ||
+    if (config_get()->mode != P2PSHIM_MODE_OBSERVE || bytes < CONFIG_BOUNCE_MIN_FLOOR ||
         !resolve_pointer(dev, &info) || info.device < 0)
         return;
     if (to_device)
@@ -295,14 +291,14 @@ P2PSHIM_HOT static void host_copy_note(struct copy_call *call, CUdeviceptr devic
 struct copy_action copy_consider_linear(struct copy_call *call, CUdeviceptr dst,
                                         CUdeviceptr src, size_t bytes, bool sync)
 {
-    const struct p2pshim_config *cfg = shim_config();
+    const struct p2pshim_config *cfg = config_get();
     bool observe = cfg->mode == P2PSHIM_MODE_OBSERVE;
-    bool bounce = cfg->mode == P2PSHIM_MODE_UPGRADE && cfg->bounce != P2PSHIM_BOUNCE_OFF;
+    bool bounce = config_bounce_on(cfg);
     if (!copy_check_span(dst, bytes) || !copy_check_span(src, bytes))
         return (struct copy_action){false, CUDA_SUCCESS}; /* refused: the driver's */
     if (own_device_overlaps(dst, bytes) || own_device_overlaps(src, bytes))
         return copy_refused_own();
-    if (bytes >= BOUNCE_UNIFIED_MIN && dst != 0 && src != 0 && (observe || bounce)) {
+    if (bytes >= CONFIG_BOUNCE_MIN_FLOOR && dst != 0 && src != 0 && (observe || bounce)) {
         struct owner_info di, si;
         bool dh = is_host(dst, &di), sh = is_host(src, &si);
         bool d2h = dh && !sh && si.device >= 0, h2d = sh && !dh && di.device >= 0;

@@ -104,7 +104,7 @@ struct p2pshim_config {
     unsigned bounce_budget_pct;   /* percent of the device's free memory, */
     size_t bounce_budget;         /* or, when that is 0, bytes per device */
     size_t bounce_chunk;          /* page multiple */
-    size_t bounce_min;            /* 0: auto (bounce_int.h's measured minimums) */
+    size_t bounce_min;            /* 0: auto (config_bounce_min) */
     size_t link_idle_ms;          /* 0: the shim keeps its links; else idle time before release */
     size_t pool_relay;            /* scratch per device for relaying pool memory; 0: off */
     enum p2pshim_trust trust;
@@ -113,6 +113,23 @@ struct p2pshim_config {
      * may be upgraded. All true unless P2PSHIM_PAIRS says otherwise. */
     bool pair_allowed[P2PSHIM_MAX_DEVICES][P2PSHIM_MAX_DEVICES];
 };
+
+/* Whether host bounces are on (docs/BOUNCE.md): upgrade mode, and
+ * P2PSHIM_BOUNCE not off. Observe mode watches bounces but takes no
+ * snapshot. */
+static inline bool config_bounce_on(const struct p2pshim_config *cfg)
+{
+    return cfg->mode == P2PSHIM_MODE_UPGRADE && cfg->bounce != P2PSHIM_BOUNCE_OFF;
+}
+
+/* The smallest D2H worth a snapshot for this kind of host memory
+ * (P2PSHIM_BOUNCE_MIN, else the measured minimum of config_table.h). */
+static inline size_t config_bounce_min(const struct p2pshim_config *cfg, bool pinned)
+{
+    return cfg->bounce_min ? cfg->bounce_min
+           : pinned        ? CONFIG_BOUNCE_AUTO_PINNED
+                           : CONFIG_BOUNCE_AUTO_PAGEABLE;
+}
 
 /* Fills *cfg with the defaults. */
 void config_set_defaults(struct p2pshim_config *cfg);

@@ -326,12 +326,6 @@ void shim_init(void)
         pthread_once(&init_once, init_once_body);
 }
 
-const struct p2pshim_config *shim_config(void)
-{
-    shim_init();
-    return config;
-}
-
 bool shim_reentered(void)
 {
     return guard_depth > 0;

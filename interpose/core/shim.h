@@ -14,10 +14,6 @@
 /* Once per process, thread-safe, cheap after the first call. */
 void shim_init(void);
 
-/* The configuration, after shim_init (the wrappers' layer; modules below
- * it read config_get, config.h). */
-const struct p2pshim_config *shim_config(void);
-
 /* ---- the lifecycle table ------------------------------------------------
  *
  * What each module does at start, around fork, at exit and when a context

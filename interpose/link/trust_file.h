@@ -1,50 +1,17 @@
-/* The link verdicts' file (docs/TRUST.md), its format and where it lives:
- * what the shim writes (trust_cache.c) and `p2pshim trust` reads. One
- * line per verdict:
- *
- *   p2pshim-trust-1 boot=BOOT a=UUID@BUS b=UUID@BUS driver=CUDA/MODULE
- *     iommu=0|1 verdict=WORD # note
- *
- * (one line in the file). Pure: no CUDA, no log; the caller supplies what
- * the driver says. */
+/* The link verdicts' file (docs/TRUST.md): reading and writing its lines
+ * (the format is trust_format.h's) and where it lives: what the shim
+ * writes (trust_cache.c) and `p2pshim trust` reads. Pure: no CUDA, no log;
+ * the caller supplies what the driver says. */
 #ifndef P2PSHIM_TRUST_FILE_H
 #define P2PSHIM_TRUST_FILE_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
-#define TRUST_MAGIC "p2pshim-trust-1"
-/* A file past this size is started afresh by the next verdict. */
-#define TRUST_FILE_MAX ((size_t)64 << 10)
-
-enum trust_verdict {
-    TRUST_UNKNOWN = 0,
-    TRUST_TRUSTED,
-    TRUST_UNTRUSTED,   /* reason "link-untrusted" */
-    TRUST_SLOWER,      /* reason "link-slower" */
-};
+#include "trust_format.h"
 
 /* The verdict's word in the file ("trusted", or its reason's name). */
 const char *trust_verdict_name(enum trust_verdict v);
-
-/* What a verdict is about. The two devices in a fixed order (by UUID), so
- * that a pair has one line whichever way its first copy went. */
-struct trust_key {
-    char boot[40];
-    char uuid[2][48];
-    char bus[2][24];
-    char driver[40];   /* CUDA driver API version / kernel module version */
-    int iommu;
-};
-
-/* One line of the file, read. note points into the line (not terminated:
- * note_len bytes; "" when there is none). */
-struct trust_line {
-    struct trust_key key;
-    enum trust_verdict verdict;
-    const char *note;
-    size_t note_len;
-};
 
 /* Parses one line (n bytes, no newline). false when it is not a verdict of
  * this format: another magic, a field missing, out of order or too long, a

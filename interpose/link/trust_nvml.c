@@ -6,12 +6,7 @@
 #include <stdio.h>
 
 #include "driver.h"
-
-/* NVML's ABI (nvml.h), the few types used: no NVML header is needed. */
-typedef int nvmlReturn_t;                 /* NVML_SUCCESS is 0 */
-typedef struct nvml_device *nvmlDevice_t;
-enum { NVML_P2P_CAPS_INDEX_READ = 0, NVML_P2P_CAPS_INDEX_WRITE = 1 };
-enum { NVML_P2P_STATUS_OK = 0 };
+#include "nvml_abi.h"
 
 static struct {
     nvmlReturn_t (*init)(void);

@@ -15,6 +15,7 @@
 #include "hooks.h"
 #include "job.h"
 #include "json_text.h"
+#include "log_format.h"
 #include "record_int.h"
 
 void out_flush(struct outbuf *o)
@@ -197,9 +198,9 @@ void write_header(struct outbuf *o, const struct header_facts *h)
     process_identity(process, sizeof process);
     struct timespec wall;
     clock_gettime(CLOCK_REALTIME, &wall);
-    out_printf(o, "{\"type\":\"header\",\"format\":\"p2pshim-log\",\"version\":2,"
+    out_printf(o, "{\"type\":\"header\",\"format\":\"" LOG_FORMAT_NAME "\",\"version\":%d,"
                   "\"p2pshim\":\"%s\",\"pid\":%d,\"ppid\":%d,\"process\":\"%s\",",
-               P2PSHIM_VERSION, (int)getpid(), (int)getppid(), process);
+               LOG_FORMAT_VERSION, P2PSHIM_VERSION, (int)getpid(), (int)getppid(), process);
     write_string_member(o, "exe", exe);
     out_printf(o, ",");
     write_string_member(o, "host", host);

@@ -14,12 +14,8 @@
 #include <string.h>
 #include <strings.h>
 
-typedef int nvmlReturn_t;
-typedef struct nvml_device *nvmlDevice_t;
+#include "nvml_abi.h"
 
-enum { NVML_SUCCESS = 0, NVML_ERROR_UNINITIALIZED = 1, NVML_ERROR_INVALID_ARGUMENT = 2,
-       NVML_ERROR_NOT_FOUND = 6, NVML_ERROR_UNKNOWN = 999 };
-enum { P2P_OK = 0, P2P_NOT_SUPPORTED = 5 };
 #define MAX_DEV 8
 
 static struct nvml_device {
@@ -92,7 +88,7 @@ nvmlReturn_t nvmlDeviceGetP2PStatus(nvmlDevice_t a, nvmlDevice_t b, int index, i
         return NVML_ERROR_INVALID_ARGUMENT;
     if (fail[a->ordinal][b->ordinal])
         return NVML_ERROR_UNKNOWN;
-    *status = refuse[a->ordinal][b->ordinal] ? P2P_NOT_SUPPORTED : P2P_OK;
+    *status = refuse[a->ordinal][b->ordinal] ? NVML_P2P_STATUS_NOT_SUPPORTED : NVML_P2P_STATUS_OK;
     return NVML_SUCCESS;
 }
 

@@ -34,6 +34,17 @@ upward is reported with the folders, e.g.
 
     upward: memory/a.c uses b_go (observe/b.c, declared in b.h): observe is above memory
 
+A folder listed with the word `headers` after its name (`include headers`)
+is a folder of contracts that the shim and other programs read: it holds
+headers and lists (.h, .def) only, no .c file, and they include headers
+of their own folder and those below only, e.g.
+
+    headers only: include/a.c is a source file in include/
+    upward include: include/a.h includes core/b.h: core is above include
+
+(The other folders' headers are not held to that yet: bounce.h, upgrade.h
+and link_life.h take struct copy_call from copy/copy.h.)
+
 Options: `--module=DIR` makes the files of the subfolder DIR one node (a
 module with an internal header of its own: circles inside it are its own
 business; its edges to and from the rest still count); `--ignore=NAME`
@@ -251,14 +262,60 @@ def circles(nodes, edges):
     return out
 
 
-def read_layers(root):
-    """The folders DIR/LAYERS lists, bottom first; None without the file."""
+def read_layers_flags(root):
+    """[(folder, {flag words})] as DIR/LAYERS lists them, bottom first;
+    None without the file."""
     path = os.path.join(root, "LAYERS")
     if not os.path.isfile(path):
         return None
+    out = []
     with open(path) as f:
-        words = [line.split("#", 1)[0].strip() for line in f]
-    return [w.rstrip("/") for w in words if w]
+        for line in f:
+            words = line.split("#", 1)[0].split()
+            if words:
+                out.append((words[0].rstrip("/"), set(words[1:])))
+    return out
+
+
+def read_layers(root):
+    """The folders DIR/LAYERS lists, bottom first; None without the file."""
+    flagged = read_layers_flags(root)
+    return None if flagged is None else [name for name, _ in flagged]
+
+
+def quoted_includes(text):
+    """The names of the #include "..." lines, comments removed first (strip
+    would empty the quoted names too)."""
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    return re.findall(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', text, flags=re.M)
+
+
+def include_problems(root, flagged):
+    """Report lines for a .c file in a `headers` folder and for each
+    include, by a file of such a folder, of a header (.h, .def) of a
+    folder above it."""
+    rank = {name: i for i, (name, _) in enumerate(flagged)}
+    headers_only = {name for name, flags in flagged if "headers" in flags}
+    files = {}
+    for dirpath, _, names in os.walk(root):
+        for f in sorted(names):
+            if f.endswith((".c", ".h", ".def")):
+                rel = os.path.relpath(os.path.join(dirpath, f), root)
+                files[rel] = os.path.join(dirpath, f)
+    listed = {rel: None for rel in files if not rel.endswith(".c")}
+    out = []
+    for rel in sorted(files):
+        folder = folder_of(rel)
+        if rel.endswith(".c") and folder in headers_only:
+            out.append(f"headers only: {rel} is a source file in {folder}/")
+        if folder not in headers_only:
+            continue
+        for name in quoted_includes(open(files[rel]).read()):
+            target = resolve_include(root, rel, name, listed)
+            ft = folder_of(target) if target else None
+            if ft in rank and rank[ft] > rank[folder]:
+                out.append(f"upward include: {rel} includes {target}: {ft} is above {folder}")
+    return out
 
 
 def folder_of(node):
@@ -323,6 +380,8 @@ def main(argv):
     report_circles(found, edges, declared_in)
     layers = read_layers(root)
     upward = upward_uses(nodes, edges, declared_in, layers) if layers is not None else []
+    if layers is not None:
+        upward += include_problems(root, read_layers_flags(root))
     for line in upward:
         print(line, file=sys.stderr)
     if found or upward:

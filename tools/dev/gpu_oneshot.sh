@@ -29,8 +29,9 @@
 # tests 4, matrix 4 quick / 10 full, harm 3, bounce 1, of the stages still
 # to run, 20 s kept for the tarball) and is told to stop in time (ctest
 # --stop-time, --max-seconds), with `timeout` behind it.
-# Results go to BUILD/results/oneshot-TIME/ (untracked), logs to
-# BUILD/oneshot-TIME/. Exit: 0 every stage that ran passed, 1 otherwise,
+# Results go to results/oneshot-TIME/ (git ignores it: the work tree stays
+# clean; tools/bench/results/ keeps the set docs/RESULTS.md cites), logs
+# to BUILD/oneshot-TIME/. Exit: 0 every stage that ran passed, 1 otherwise,
 # 2 bad arguments.
 set -u -o pipefail
 cd "$(dirname "$0")/../.." || exit 2
@@ -61,7 +62,7 @@ case "$matrix" in quick | full | none) ;; *) echo "gpu_oneshot.sh: --matrix quic
 case "$budget" in '' | *[!0-9]*) echo "gpu_oneshot.sh: --budget SECONDS" >&2; exit 2 ;; esac
 STAMP=$(date +%Y%m%d-%H%M%S)
 LOGS=$ROOT/$BUILD/oneshot-$STAMP
-RESULTS=$ROOT/$BUILD/results/oneshot-$STAMP
+RESULTS=$ROOT/results/oneshot-$STAMP
 mkdir -p "$LOGS" "$RESULTS" || exit 1
 export PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
 export CMAKE_BUILD_PARALLEL_LEVEL=16
@@ -231,10 +232,10 @@ mkdir -p "$out"
 tarball=$out/oneshot-$STAMP.tar.gz
 python3 tools/bench/p2pbench/oneshot_summary.py "$LOGS" "$RESULTS" "${stages[@]}" --budget "$budget" \
     --elapsed "$(elapsed)" >"$LOGS/summary.txt" 2>&1
-tar -czf "$tarball" -C "$ROOT/$BUILD" "oneshot-$STAMP" "results/oneshot-$STAMP" 2>/dev/null
+tar -czf "$tarball" -C "$ROOT/$BUILD" "oneshot-$STAMP" -C "$ROOT" "results/oneshot-$STAMP" 2>/dev/null
 if [ "$(stat -c %s "$tarball" 2>/dev/null || echo 0)" -gt $((15 << 20)) ]; then
     tar -czf "$tarball" -C "$ROOT/$BUILD" --exclude='*-logs' "oneshot-$STAMP" \
-        "results/oneshot-$STAMP" 2>/dev/null
+        -C "$ROOT" "results/oneshot-$STAMP" 2>/dev/null
     echo "note: the shim's per-process logs left out of the tarball (over 15 MiB with them)" |
         tee -a "$LOGS/summary.txt"
 fi

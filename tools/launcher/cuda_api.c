@@ -3,7 +3,10 @@
 #include "cuda_api.h"
 
 #include <dlfcn.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 typedef CUresult (*gpa_fn)(const char *, void **, int, cuuint64_t,
                            CUdriverProcAddressQueryResult *);
@@ -29,14 +32,23 @@ static void *lookup(gpa_fn gpa, const char *name, int version)
     return fn;
 }
 
-#define REQUIRE(field, name, version)                                          \
-    do {                                                                       \
-        *(void **)&cu.field = lookup(gpa, name, version);                      \
-        if (cu.field == NULL) {                                                \
-            snprintf(why, why_len, "the CUDA driver has no %s", name);        \
-            return NULL;                                                       \
-        }                                                                      \
-    } while (0)
+/* cuda_api.def as a table: where each function goes, and whether the
+ * launcher can do without it. */
+static const struct {
+    const char *base;
+    int version;
+    bool required;
+    size_t offset;
+} entries[] = {
+#define OPTIONAL false
+#define REQUIRED true
+#define LAUNCHER_CUDA(field, base, version, need)                             \
+    {#base, version, need, offsetof(struct launcher_cuda, field)},
+#include "cuda_api.def"
+#undef LAUNCHER_CUDA
+#undef REQUIRED
+#undef OPTIONAL
+};
 
 const struct launcher_cuda *launcher_cuda(char *why, size_t why_len)
 {
@@ -52,33 +64,13 @@ const struct launcher_cuda *launcher_cuda(char *why, size_t why_len)
         snprintf(why, why_len, "the CUDA driver is too old (no cuGetProcAddress_v2)");
         return NULL;
     }
-    *(void **)&cu.pci_bus_id = lookup(gpa, "cuDeviceGetPCIBusId", 4010);
-    /* 12080 gives cuEventElapsedTime_v2 where it exists, the first
-     * version (same signature) on older drivers. */
-    *(void **)&cu.event_elapsed = lookup(gpa, "cuEventElapsedTime", 12080);
-    *(void **)&cu.error_name = lookup(gpa, "cuGetErrorName", 6000);
-    *(void **)&cu.device_uuid = lookup(gpa, "cuDeviceGetUuid", 11040);
-    REQUIRE(driver_version, "cuDriverGetVersion", 2020);
-    REQUIRE(device_count, "cuDeviceGetCount", 2000);
-    REQUIRE(device_get, "cuDeviceGet", 2000);
-    REQUIRE(device_name, "cuDeviceGetName", 2000);
-    REQUIRE(device_attribute, "cuDeviceGetAttribute", 2000);
-    REQUIRE(can_access_peer, "cuDeviceCanAccessPeer", 4000);
-    REQUIRE(primary_retain, "cuDevicePrimaryCtxRetain", 7000);
-    REQUIRE(ctx_set_current, "cuCtxSetCurrent", 4000);
-    REQUIRE(mem_alloc, "cuMemAlloc", 3020);
-    REQUIRE(mem_free, "cuMemFree", 3020);
-    REQUIRE(stream_create, "cuStreamCreate", 2000);
-    REQUIRE(stream_destroy, "cuStreamDestroy", 4000);
-    REQUIRE(stream_sync, "cuStreamSynchronize", 2000);
-    REQUIRE(event_create, "cuEventCreate", 2000);
-    REQUIRE(event_record, "cuEventRecord", 2000);
-    REQUIRE(event_sync, "cuEventSynchronize", 2000);
-    REQUIRE(event_destroy, "cuEventDestroy", 4000);
-    REQUIRE(copy_peer, "cuMemcpyPeer", 4000);
-    REQUIRE(copy_peer_async, "cuMemcpyPeerAsync", 4000);
-    REQUIRE(enable_peer, "cuCtxEnablePeerAccess", 4000);
-    REQUIRE(disable_peer, "cuCtxDisablePeerAccess", 4000);
-    REQUIRE(init, "cuInit", 2000); /* last: it marks the table complete */
+    for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++) {
+        void *fn = lookup(gpa, entries[i].base, entries[i].version);
+        memcpy((char *)&cu + entries[i].offset, &fn, sizeof fn);
+        if (fn == NULL && entries[i].required) {
+            snprintf(why, why_len, "the CUDA driver has no %s", entries[i].base);
+            return NULL;
+        }
+    }
     return &cu;
 }

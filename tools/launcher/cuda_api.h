@@ -2,43 +2,20 @@
  * run time as cudart loads it (dlopen libcuda.so.1, then cuGetProcAddress_v2
  * with each function's ABI version): the launcher links no CUDA library,
  * and on a CPU-only machine the stand-in driver of tests/standin serves.
- * cuda.h is used for types only. */
+ * cuda.h and cudaTypedefs.h are used for types only. */
 #ifndef P2PSHIM_LAUNCHER_CUDA_API_H
 #define P2PSHIM_LAUNCHER_CUDA_API_H
 
 #include <stddef.h>
 
 #include <cuda.h>
+#include <cudaTypedefs.h>
 
+/* One member per line of cuda_api.def, typed by cudaTypedefs.h. */
 struct launcher_cuda {
-    CUresult (*init)(unsigned);
-    CUresult (*driver_version)(int *);
-    CUresult (*device_count)(int *);
-    CUresult (*device_get)(CUdevice *, int);
-    CUresult (*device_name)(char *, int, CUdevice);
-    CUresult (*device_attribute)(int *, CUdevice_attribute, CUdevice);
-    CUresult (*can_access_peer)(int *, CUdevice, CUdevice);
-    CUresult (*primary_retain)(CUcontext *, CUdevice);
-    CUresult (*ctx_set_current)(CUcontext);
-    CUresult (*mem_alloc)(CUdeviceptr *, size_t);
-    CUresult (*mem_free)(CUdeviceptr);
-    CUresult (*stream_create)(CUstream *, unsigned);
-    CUresult (*stream_destroy)(CUstream);
-    CUresult (*stream_sync)(CUstream);
-    CUresult (*event_create)(CUevent *, unsigned);
-    CUresult (*event_record)(CUevent, CUstream);
-    CUresult (*event_sync)(CUevent);
-    CUresult (*event_destroy)(CUevent);
-    CUresult (*copy_peer)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t);
-    CUresult (*copy_peer_async)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t,
-                                CUstream);
-    CUresult (*enable_peer)(CUcontext, unsigned);
-    CUresult (*disable_peer)(CUcontext);
-    /* Optional: absent from some drivers (and from the stand-in). */
-    CUresult (*pci_bus_id)(char *, int, CUdevice);
-    CUresult (*event_elapsed)(float *, CUevent, CUevent);
-    CUresult (*error_name)(CUresult, const char **);
-    CUresult (*device_uuid)(CUuuid *, CUdevice); /* cuDeviceGetUuid_v2, as the shim */
+#define LAUNCHER_CUDA(field, base, version, need) PFN_##base##_v##version field;
+#include "cuda_api.def"
+#undef LAUNCHER_CUDA
 };
 
 /* The driver's functions, loaded once (not initialised: the caller calls

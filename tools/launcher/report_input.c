@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "log_format.h"
 #include "report.h"
 #include "report_internal.h"
 
@@ -162,16 +163,16 @@ bool report_log_usable(const char *path, char *why, size_t why_len)
     const char *format = o ? report_json_str(o, "format") : NULL;
     int64_t version = 0;
     bool header = type && strcmp(type, "header") == 0 && format &&
-                  strcmp(format, "p2pshim-log") == 0;
-    bool ok = header && report_json_i64(o, "version", &version) && version >= 1 &&
-              version <= 2;
+                  strcmp(format, LOG_FORMAT_NAME) == 0;
+    bool ok = header && report_json_i64(o, "version", &version) &&
+              version >= LOG_FORMAT_OLDEST && version <= LOG_FORMAT_VERSION;
     if (n <= 0)
         snprintf(why, why_len, "empty: no header line");
     else if (!header)
         snprintf(why, why_len, "not a p2pshim run log (its first line is no log header)");
     else if (!ok)
-        snprintf(why, why_len, "log format version %lld: this report reads versions 1 and 2",
-                 (long long)version);
+        snprintf(why, why_len, "log format version %lld: this report reads versions %d to %d",
+                 (long long)version, LOG_FORMAT_OLDEST, LOG_FORMAT_VERSION);
     json_decref(o);
     free(line);
     fclose(f);

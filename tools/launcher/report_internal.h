@@ -250,7 +250,7 @@ void report_parse_job(struct json_t *o, struct report_info *in);
 void report_info_free(struct report_info *in);
 void report_log_free(struct report_log *log);
 
-/* The run log's vocabulary (interpose/core/log_vocab.def). Actions by their
+/* The run log's vocabulary (interpose/include/log_vocab.def). Actions by their
  * current names; report_parse_decision reads an older name (an alias) as
  * the current one. */
 enum report_action {

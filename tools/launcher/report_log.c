@@ -25,6 +25,7 @@
 #include <unistd.h>
 #include <uthash.h>
 
+#include "log_format.h"
 #include "report_internal.h"
 
 #define MAX_LINE (64u << 20)   /* longer lines are not a shim's */
@@ -156,12 +157,14 @@ static const char *header_problem(json_t *o, char *why, size_t len)
 {
     const char *format = report_json_str(o, "format");
     int64_t version;
-    if (!format || strcmp(format, "p2pshim-log") != 0)
-        return "not a p2pshim run log header (format is not \"p2pshim-log\")";
-    if (report_json_i64(o, "version", &version) && version >= 1 && version <= 2)
+    if (!format || strcmp(format, LOG_FORMAT_NAME) != 0)
+        return "not a p2pshim run log header (format is not \"" LOG_FORMAT_NAME "\")";
+    if (report_json_i64(o, "version", &version) && version >= LOG_FORMAT_OLDEST &&
+        version <= LOG_FORMAT_VERSION)
         return NULL;
-    snprintf(why, len, "log format version %lld: this report reads versions 1 and 2",
-             report_json_i64(o, "version", &version) ? (long long)version : -1LL);
+    snprintf(why, len, "log format version %lld: this report reads versions %d to %d",
+             report_json_i64(o, "version", &version) ? (long long)version : -1LL,
+             LOG_FORMAT_OLDEST, LOG_FORMAT_VERSION);
     return why;
 }
 

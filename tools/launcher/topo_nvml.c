@@ -1,43 +1,22 @@
 /* p2pshim topo: link types and NVLink counts through NVML, loaded at run
- * time (libnvidia-ml.so.1). The few NVML types used are declared here
- * with NVML's ABI (nvml.h), so that no NVML header is needed to build. */
+ * time (libnvidia-ml.so.1), with the types of nvml_abi.h: no NVML header
+ * is needed to build. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "nvml_abi.h"
 #include "topo_internal.h"
 
-typedef int nvmlReturn_t; /* NVML_SUCCESS is 0 */
-typedef struct nvml_device *nvmlDevice_t;
-
-/* nvmlPciInfo_t as of nvmlDeviceGetPciInfo_v3 and
- * nvmlDeviceGetNvLinkRemotePciInfo_v2. */
-typedef struct {
-    char busIdLegacy[16];
-    unsigned int domain;
-    unsigned int bus;
-    unsigned int device;
-    unsigned int pciDeviceId;
-    unsigned int pciSubSystemId;
-    char busId[32];
-} nvmlPciInfo_t;
-
-enum { NVML_FEATURE_ENABLED = 1 };               /* nvmlEnableState_t */
-enum { NVML_NVLINK_DEVICE_TYPE_SWITCH = 2 };     /* nvmlIntNvLinkDeviceType_t */
-
-/* nvmlGpuTopologyLevel_t values, and the names nvidia-smi topo -m gives
- * them. */
+/* The names nvidia-smi topo -m gives the topology levels. */
 static const struct {
     int level;
     const char *name;
 } pcie_levels[] = {
-    {0, "SAME"},   /* NVML_TOPOLOGY_INTERNAL: one board */
-    {10, "PIX"},   /* NVML_TOPOLOGY_SINGLE: one PCIe switch */
-    {20, "PXB"},   /* NVML_TOPOLOGY_MULTIPLE: several PCIe switches */
-    {30, "PHB"},   /* NVML_TOPOLOGY_HOSTBRIDGE: a host bridge */
-    {40, "NODE"},  /* NVML_TOPOLOGY_NODE: host bridges of one NUMA node */
-    {50, "SYS"},   /* NVML_TOPOLOGY_SYSTEM: across NUMA nodes (SMP link) */
+    {NVML_TOPOLOGY_INTERNAL, "SAME"},   {NVML_TOPOLOGY_SINGLE, "PIX"},
+    {NVML_TOPOLOGY_MULTIPLE, "PXB"},    {NVML_TOPOLOGY_HOSTBRIDGE, "PHB"},
+    {NVML_TOPOLOGY_NODE, "NODE"},       {NVML_TOPOLOGY_SYSTEM, "SYS"},
 };
 
 /* Links per device probed; NVML answers an error past the last one. */

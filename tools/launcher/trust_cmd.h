@@ -1,5 +1,5 @@
 /* p2pshim trust: the link verdicts the shim keeps (docs/TRUST.md), shown,
- * cleared, or checked again. The file's format is interpose/link/trust_file.h,
+ * cleared, or checked again. The file's format is interpose/include/trust_format.h,
  * shared with the shim; trust_cmd.c reads and clears the file,
  * trust_check.c asks the driver what this machine's devices are and runs
  * the check through the shim itself. */

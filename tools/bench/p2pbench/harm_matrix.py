@@ -112,7 +112,7 @@ def parse_args(argv):
         p.add_argument("--" + dim, help=what + " (a custom block; see above)")
     p.add_argument("--build-dir", default=os.path.join(harm_run.repo_root(), "build-gpu"))
     p.add_argument("--shim", help="libp2pshim.so (default: BUILD/interpose/libp2pshim.so)")
-    p.add_argument("--results-dir", help="default: BUILD/results")
+    p.add_argument("--results-dir", help="default: results/ at the top of the tree (git ignores it)")
     p.add_argument("--procs", type=int, default=3, help="cycles (processes per arm)")
     p.add_argument("--torch-procs", type=int, default=2, help="cycles of the PyTorch group")
     p.add_argument("--no-torch", action="store_true", help="leave the PyTorch rows out")
@@ -530,7 +530,7 @@ def main(argv):
             print("torch: skipped (%s)" % note)
     a.cpu_set, pinning = harm_run.choose_cpus(a.cpus, devices.get("bus0", ""))
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    results = a.results_dir or os.path.join(a.build_dir, "results")
+    results = a.results_dir or os.path.join(harm_run.repo_root(), "results")
     out_base = os.path.join(results, "matrix-%s-%s" % (a.set, stamp))
     logdir = out_base + "-logs"
     os.makedirs(logdir, exist_ok=True)

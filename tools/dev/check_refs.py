@@ -1,10 +1,22 @@
 #!/usr/bin/env python3
-"""Files named in comments that do not exist.
+"""Files and folders named in comments that do not exist.
 
 For every source file under the folders given (.c .h .cu .cuh .def .py .sh,
 CMakeLists.txt and .cmake files), the comments (/* */ and // in C and CUDA
 sources, # in scripts and CMake, and Python's docstrings) are read for
-words that name a file: a name ending .c .h .py .sh .md or .def. Each must
+two kinds of words:
+
+A path from the repository's root: a word that starts with one of its top
+folders (interpose/, tools/, tests/, docs/, cmake/, kernels/, python/),
+whatever it ends with (tests/standin/, docs/report-schema.json,
+tools/bench/p2pbench/p2pbench.cu). It must name that very file or folder.
+A word followed by a pattern character (tools/launcher/report*.c), one
+with a placeholder (docs/NAME.md, tools/bench/results/DATE/)
+and a trailing "..." or sentence full stop are taken as written: the
+pattern and the placeholder (a single capital, or FILE, NAME, DATE, DIR
+and the like) count as existing, the dots are dropped.
+
+A file name: a name ending .c .h .py .sh .md or .def. Each must
 exist in the repository:
 
 - a name with a folder (bounce/pages.h, tools/dev/test.sh, ../check.h) is
@@ -19,7 +31,8 @@ Names of headers a file includes with <...> (system and library headers:
 cuda.h, stdio.h), those of EXTERNAL and those listed with
 --external=NAME,... count as existing; so do placeholders in capitals
 (INPUT.md: PLACEHOLDERS) and, in Python docstrings, example lines (indented four spaces
-or more). Each miss is reported as FILE:LINE: NAME.
+or more). Each miss is reported as FILE:LINE: NAME (a path from the root as
+FILE:LINE: NAME (no such path)).
 
 The repository is the folder that holds .git (a file in a worktree), or
 --root=DIR. --exclude=DIR (repeatable) skips the files below DIR (a
@@ -41,6 +54,13 @@ EXTERNAL = {"nvml.h"}
 # Stems that stand for any file in a usage line (md2man.py INPUT.md).
 PLACEHOLDERS = {"FILE", "INPUT", "OUTPUT", "OUT", "NAME", "PATH"}
 BARE_AREAS = ("interpose", "tools", "docs", "")
+# The top folders a path from the root starts with.
+TOPS = ("interpose", "tools", "tests", "docs", "cmake", "kernels", "python")
+ROOT_PATH = re.compile(r"(?<![\w./$%{-])((?:" + "|".join(TOPS) + r")/[\w.+-]*(?:/[\w.+-]+)*/?)")
+PATTERN_NEXT = "*?[{<%$"
+# Placeholders in a path from the root (tools/bench/results/DATE/), and
+# any single capital (tests/X/).
+PATH_PLACEHOLDERS = {"DATE", "DIR", "TIME", "STAMP", "BUILD", "TARGET"}
 
 
 def comments_c(text):
@@ -129,6 +149,23 @@ def exists(name, here, root, paths, bases, external):
     return any(p.endswith(tail) or p == name for p in paths)
 
 
+def root_path_misses(part, root):
+    """The paths from the root in one line of a comment that name nothing."""
+    out = []
+    for m in ROOT_PATH.finditer(part):
+        word = m.group(1)
+        if m.end() < len(part) and part[m.end()] in PATTERN_NEXT:
+            continue
+        word = word.rstrip(".") if word.endswith("...") or word.endswith(".") else word
+        stems = [c.split(".")[0] for c in word.split("/")]
+        if any(s in PLACEHOLDERS or s in PATH_PLACEHOLDERS or re.fullmatch("[A-Z]", s)
+               for s in stems):
+            continue
+        if not os.path.exists(os.path.join(root, word)):
+            out.append(word)
+    return out
+
+
 def comments_of(path):
     with open(path, errors="replace") as f:
         text = f.read()
@@ -156,7 +193,7 @@ def main(argv):
                 if a.startswith("--exclude=")]
     root = opts.get("root") or (find_root(tops[0]) if tops else None)
     if not tops or root is None or not all(os.path.isdir(t) for t in tops):
-        print("usage: check_names.py [--root=DIR] [--external=NAME,...] [--exclude=DIR]... DIR...",
+        print("usage: check_refs.py [--root=DIR] [--external=NAME,...] [--exclude=DIR]... DIR...",
               file=sys.stderr)
         return 2
     paths, bases, external = repository(root)
@@ -169,16 +206,22 @@ def main(argv):
             here = os.path.dirname(path)
             for line, comment in comments_of(path):
                 for k, part in enumerate(comment.split("\n")):
+                    missed = root_path_misses(part, root)
+                    for word in missed:
+                        misses.append(f"{os.path.relpath(path, root)}:{line + k}: {word} "
+                                      "(no such path)")
                     for m in NAME.finditer(part):
+                        if m.group(1) in missed:
+                            continue
                         names += 1
                         if not exists(m.group(1), here, root, paths, bases, external):
                             misses.append(f"{os.path.relpath(path, root)}:{line + k}: {m.group(1)}")
     for miss in misses:
         print(miss, file=sys.stderr)
     if misses:
-        print(f"check_names: {len(misses)} file name(s) in comments name no file", file=sys.stderr)
+        print(f"check_refs: {len(misses)} name(s) in comments name no file", file=sys.stderr)
         return 1
-    print(f"check_names: {names} file names in comments, each names a file")
+    print(f"check_refs: {names} names in comments, each names a file")
     return 0
 
 

@@ -1,0 +1,4 @@
+#ifndef LOW_H
+#define LOW_H
+int low_work(int x);
+#endif
