@@ -494,6 +494,9 @@ int report_text_write(FILE *f, const char *log_path,
 /* The verdict: a few lines, each starting with prefix, that answer
  * "would the shim help, and by how much" (report_text.c). */
 int report_verdict_write(FILE *f, const char *prefix, const struct report_summary *s);
+/* The one line `p2pshim run` prints at exit in upgrade mode: copies
+ * upgraded, their bytes, the time saved or why not (report_exit.c). */
+int report_exit_line_write(FILE *f, const struct report_summary *s);
 int report_html_write(FILE *f, const char *log_path,
                       const struct report_summary *s);
 /* The report as one JSON document (docs/report-schema.json), report_json.c. */

@@ -448,6 +448,26 @@ static int64_t put_bounce_verdicts(FILE *f, const char *prefix, const struct rep
     return pairs;
 }
 
+/* Without a saving where copies were staged: the processes whose CUPTI
+ * did not run, as what took the timings away. */
+static void put_untimed(FILE *f, const char *prefix, const struct report_summary *s,
+                        bool staged)
+{
+    int n = report_log_file_count(s->log), off = 0;
+    const char *why = NULL;
+    for (int i = 0; i < n; i++) {
+        const char *c = report_log_file(s->log, i)->cupti;
+        if (c && strcmp(c, "on") != 0) {
+            off++;
+            why = why ? why : c;
+        }
+    }
+    if (s->saving_known || !staged || off == 0)
+        return;
+    fprintf(f, "%s  no time estimate: the run has no timings of copies (%d of %d process%s: "
+               "CUPTI %s)\n", prefix, off, n, n == 1 ? "" : "es", why);
+}
+
 /* The saving the verdict states, as time and as a share of the job's wall
  * time, and what it rests on. */
 static void put_saving_line(FILE *f, const char *prefix, const struct report_summary *s)
@@ -507,6 +527,7 @@ int report_verdict_write(FILE *f, const char *prefix, const struct report_summar
                 bounce_pairs ? ", and bounce the host-memory round trips GPU to GPU" : "",
                 s->total.saved_n ? "" : "");
     put_saving_line(f, prefix, s);
+    put_untimed(f, prefix, s, staged || bounce_pairs);
     if (would_upgrade)
         fprintf(f, "%s  advice: enable peer access between these GPUs "
                    "(cudaDeviceEnablePeerAccess), or run under p2pshim in upgrade mode\n",
