@@ -71,8 +71,8 @@ static void put_run(FILE *f, const char *log_path, const struct report_info *in,
         dt(f, "footer", buf);
     }
     dt(f, "topo table", s->topo && s->topo->loaded ? s->topo->path
-                                                   : "none (estimates use the "
-                                                     "log's best PTOP GB/s)");
+                                                   : "none (estimates from the run's "
+                                                     "own records)");
     fputs("</dl>\n", f);
     if (in->cut_short && in->log_cut) {
         fputs("<p class=\"note\" id=\"cut-short\">Cut short: ", f);
@@ -314,7 +314,10 @@ static void put_verdict(FILE *f, const struct report_summary *s)
     if (rest)
         *rest++ = '\0';
     fputs("<section id=\"verdict\" class=\"card\"><h2>Verdict</h2>\n<p class=\"sentence\">", f);
-    report_put_html(f, text ? text : "");
+    const char *sentence = text ? text : "";
+    if (strncmp(sentence, "verdict: ", 9) == 0)
+        sentence += 9;   /* the card's title says it */
+    report_put_html(f, sentence);
     fputs("</p>\n<p class=\"saving\">", f);
     if (s->saving_known) {
         fprintf(f, "P2P would save <b id=\"saving\">%s</b>",

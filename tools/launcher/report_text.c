@@ -49,7 +49,7 @@ static void put_run(FILE *f, const char *log_path, const struct report_info *in,
         fputs("\n  topo      ", f);
         report_put_plain(f, s->topo->path);
     } else {
-        fputs("\n  topo      none (estimates use the log's best PTOP GB/s)", f);
+        fputs("\n  topo      none (estimates from the run's own records)", f);
     }
     fputc('\n', f);
     if (in->cut_short && in->log_cut)
@@ -482,7 +482,7 @@ static void put_saving_line(FILE *f, const char *prefix, const struct report_sum
                 report_fmt_ns((double)s->wall_ns, w, sizeof w));
     fputc('\n', f);
     fprintf(f, "%s  basis: %s%s\n", prefix, s->basis,
-            s->estimate ? " (p2pshim topo --measure gives measured figures)" : "");
+            s->estimate ? "; measured figures: p2pshim topo --measure" : "");
 }
 
 int report_verdict_write(FILE *f, const char *prefix, const struct report_summary *s)
