@@ -2,9 +2,12 @@
 """check_verdict.py: the verdict's estimate from a run's own records,
 recomputed from the run logs alone (verdict_test.sh runs the jobs).
 
-  estimate LOGDIR REPORT.json NVLINKS   the JSON verdict: estimate true, its
+  estimate LOGDIR REPORT.json NVLINKS SOURCE
+                                        the JSON verdict: estimate true, its
                                         saving and share as the logs give them
-                                        (NVLINKS 0: no link type known)
+                                        at NVLINKS links (0: PCIe, at the host
+                                        link's rate) named by SOURCE (table,
+                                        nvml, nvml-pcie or none)
   text LOGDIR REPORT.txt                the text verdict states the same saving
   html PAGE.html DOM.html LOGDIR        the page: a header naming every process
                                         of the logs, the verdict card first
@@ -115,14 +118,20 @@ def want_saving(runs, nvlinks):
     return max(0.0, staged - staged_bytes / peer), host
 
 
-def check_estimate(logdir, report, nvlinks):
+BASIS = {"table": "the link the bandwidth table names (NVLink x%s)",
+         "nvml": "the link NVML names (NVLink x%s)",
+         "nvml-pcie": "the link NVML names (PIX)",
+         "none": "no link type known"}
+
+
+def check_estimate(logdir, report, nvlinks, source):
     runs = read_logs(logdir)
     v = json.load(open(report))["verdict"]
     saving, _ = want_saving(runs, int(nvlinks))
     check(v.get("estimate") is True, "verdict.estimate %s" % v.get("estimate"))
     check("estimate from this run's records" in (v.get("basis") or ""),
           "basis %s" % v.get("basis"))
-    word = "link type in the bandwidth table" if int(nvlinks) else "no link type known"
+    word = BASIS[source].replace("%s", nvlinks)
     check(word in (v.get("basis") or ""), "basis lacks '%s': %s" % (word, v.get("basis")))
     close(v.get("saving_ns"), saving, "saving_ns")
     close(v.get("wall_ns"), wall(runs), "wall_ns")

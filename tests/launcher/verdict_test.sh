@@ -49,7 +49,7 @@ case_verdict_estimate() {
     observe_job || return
     # No table at all: PCIe at the host link's rate.
     report "$dir/logs" -o "$dir/none.json.out" --format json || bad "report json"
-    CHECK estimate "$dir/logs" "$dir/none.json.out" 0
+    CHECK estimate "$dir/logs" "$dir/none.json.out" 0 none
     # A table without measurements, with the link type NVML gives
     # (p2pshim topo's own table; the stand-in has no NVML links, so the
     # test writes what NVML would say: 2 NVLinks).
@@ -63,11 +63,32 @@ for l in t["links"]:
 json.dump(t, open(sys.argv[1], "w"))
 EOF
     report "$dir/logs" --topo "$dir/t.json" -o "$dir/nv.json" || bad "report --topo json"
-    CHECK estimate "$dir/logs" "$dir/nv.json" 2
+    CHECK estimate "$dir/logs" "$dir/nv.json" 2 table
     report "$dir/logs" --topo "$dir/t.json" -o "$dir/nv.txt" || bad "report --topo text"
     CHECK text "$dir/logs" "$dir/nv.txt"
     "$PY" "$here/check_edges.py" schema "$dir/nv.json" "$SCHEMA" 3 $((3 * 4 * 4 << 20)) ||
         bad "schema"
+}
+
+case_verdict_nvml() {
+    # No table: the link as NVML names it for the GPUs of this host (a
+    # stand-in NVML knowing the logs' GPUs by their bus ids).
+    observe_job || return
+    pci=$("$PY" -c 'import glob, json, sys
+h = json.loads(open(sorted(glob.glob(sys.argv[1] + "/*.jsonl"))[0]).readline())
+print(",".join(d["pci"] for d in h["devices"]))' "$dir/logs")
+    nvml() { env LD_LIBRARY_PATH="$LT_FAKE_NVML" FAKE_NVML_GPUS="$pci" "$@"; }
+    nvml FAKE_NVML_NVLINKS=3 LD_PRELOAD="$SAN" P2PSHIM_TOPO_FILE="$dir/none.json" "$L" report \
+        "$dir/logs" -o "$dir/nv3.json" || bad "report with NVML"
+    CHECK estimate "$dir/logs" "$dir/nv3.json" 3 nvml
+    # A PCIe pair: no faster than the host link.
+    nvml FAKE_NVML_NVLINKS=0 LD_PRELOAD="$SAN" P2PSHIM_TOPO_FILE="$dir/none.json" "$L" report \
+        "$dir/logs" -o "$dir/pix.json" || bad "report with NVML, PCIe"
+    CHECK estimate "$dir/logs" "$dir/pix.json" 0 nvml-pcie
+    # The same NVML as p2pshim topo reads it (the lookup is topo's own).
+    nvml FAKE_NVML_NVLINKS=3 LD_PRELOAD="$SAN" LD_LIBRARY_PATH="$LT_FAKE_NVML:$LT_STANDIN" "$L" \
+        topo >"$dir/topo.txt" 2>&1 || bad "topo with NVML"
+    grep -q "NV3" "$dir/topo.txt" || { bad "topo does not see NV3"; cat "$dir/topo.txt"; }
 }
 
 case_verdict_html() {

@@ -2,17 +2,18 @@
 # tools/dev/verdict_screenshot.sh [BUILD_DIR]: renders the top of a 3-rank
 # job's HTML report (its header and verdict card) into docs/verdict.png with
 # headless Chromium. The job runs on the stand-in driver and its CUPTI of
-# BUILD_DIR (default build; built with the tests), in observe mode; its
-# bandwidth table is p2pshim topo's own without measurements, given the
-# link type NVML reports on a machine of 2 NVLinks per pair, so the card
-# shows the estimate from the run's records. Exit 0, or 1 with the step
-# that failed.
+# BUILD_DIR (default build; built with the tests), in observe mode, with no
+# bandwidth table; the report reads the link from the tests' stand-in NVML
+# (tests/launcher/fake_nvml.c), set to 18 NVLinks between the two GPUs, so
+# the card shows the estimate from the run's records. Exit 0, or 1 with
+# the step that failed.
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
 launcher=$build/tools/launcher/p2pshim
 sd=$build/standin-lib
-for f in "$launcher" "$sd/libcuda.so.1" "$build/standin-cupti/libcupti.so" \
+nvml=$build/tests/launcher/fake-nvml
+for f in "$launcher" "$sd/libcuda.so.1" "$build/standin-cupti/libcupti.so" "$nvml/libnvidia-ml.so.1" \
          "$build/tools/bench/demo/p2pdemo"; do
     [ -e "$f" ] || { echo "verdict_screenshot: $f missing (build the tests)" >&2; exit 1; }
 done
@@ -25,15 +26,11 @@ LD_PRELOAD=$sd/libcuda.so.1 LD_LIBRARY_PATH=$build/standin-cupti:$sd \
     "$launcher" run --observe --log-dir "$tmp/logs" -- \
     "$root/tests/launcher/fake_torchrun.sh" 3 "$build/tools/bench/demo/p2pdemo" 64 5 \
     >/dev/null 2>&1 || { echo "verdict_screenshot: the job failed" >&2; exit 1; }
-LD_LIBRARY_PATH=$sd "$launcher" topo --json -o "$tmp/topo.json"
-python3 - "$tmp/topo.json" <<'EOF'
-import json, sys
-t = json.load(open(sys.argv[1]))
-for link in t["links"]:
-    link["type"], link["nvlinks"] = "NVLink", 2
-json.dump(t, open(sys.argv[1], "w"))
-EOF
-"$launcher" report "$tmp/logs" --topo "$tmp/topo.json" -o "$tmp/report.html"
+pci=$(python3 -c 'import glob, json, sys
+h = json.loads(open(sorted(glob.glob(sys.argv[1] + "/*.jsonl"))[0]).readline())
+print(",".join(d["pci"] for d in h["devices"]))' "$tmp/logs")
+LD_LIBRARY_PATH=$nvml FAKE_NVML_GPUS=$pci FAKE_NVML_NVLINKS=18 P2PSHIM_TOPO_FILE=$tmp/none.json \
+    "$launcher" report "$tmp/logs" -o "$tmp/report.html"
 chromium --headless --no-sandbox --disable-gpu --hide-scrollbars \
     --user-data-dir="$tmp/profile" --window-size=1180,430 \
     --screenshot="$root/docs/verdict.png" "file://$tmp/report.html" >/dev/null 2>&1 ||

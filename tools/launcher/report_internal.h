@@ -344,8 +344,8 @@ struct report_pair {
     double peer_gbps, staged_gbps;   /* used for the estimate; 0: none */
     /* "topo" (the table's measured figure), "log" (the best PTOP copy),
      * "link" (the table's link type and NVLink count, at a documented
-     * rate per link), "assumed" (no link known: PCIe at the host link's
-     * rate), or NULL */
+     * rate per link), "nvml" (the same from NVML), "assumed" (no link
+     * known: PCIe at the host link's rate), or NULL */
     const char *peer_from;
     const char *no_estimate;         /* why not, when candidates lack one */
     int64_t saved_n, unest_n;
@@ -445,6 +445,7 @@ struct report_summary {
      * what it rests on, one sentence. */
     bool estimate;
     char basis[320];
+    char est_link[48];   /* the first estimate's link from NVML or a table ("NVLink x2") */
     /* The saving the verdict states: the measured figures where there are
      * some, the estimate elsewhere; known false when neither has one. */
     bool saving_known;
@@ -465,12 +466,16 @@ void report_price_bounce(struct report_summary *s, struct report_bounce *b);
 /* After both: the estimate from the run's records where they gave none,
  * the verdict's saving, and its basis (report_price_est.c). */
 void report_price_basis(struct report_summary *s);
-/* The peer link's name as the basis words it ("2 NVLinks", "PCIe (PIX)",
- * "an unknown link, taken as PCIe"). */
-const char *report_price_link_words(const char *from, char *buf, size_t len);
 /* The host link's rate the estimate uses: the slower direction's best
  * timed copy (one direction when only one was timed); 0 none. */
 double report_price_host_gbps(const struct report_summary *s);
+/* NVML's link between the GPUs at PCI bus ids a and b of this host: its
+ * type ("NVLink", "NVSwitch", "PIX", ...) and NVLink count. Defined by the
+ * launcher (run_links.c), weak here: builds of the report without NVML
+ * have none, and the estimate goes without it. False when NVML cannot
+ * say. */
+bool report_nvml_link(const char *pci_a, const char *pci_b, char *type, size_t len,
+                      int *nvlinks) __attribute__((weak));
 /* Conservative peer rates (docs/LAUNCHER.md, "Estimates"): GB/s per
  * NVLink and direction, and a PCIe peer link when no host copy was timed. */
 #define REPORT_NVLINK_GBPS 20.0

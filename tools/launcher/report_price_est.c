@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "report_internal.h"
 
@@ -23,12 +24,45 @@ static bool nvlink_type(const char *type)
     return strcmp(type, "NVLink") == 0 || strcmp(type, "NVSwitch") == 0;
 }
 
+/* Whether GPU index g is a GPU of this host with a bus id NVML can look up. */
+static bool local_gpu(const struct report_summary *s, int g)
+{
+    char host[256] = "";
+    if (g < 0 || g >= s->ngpus || !s->gpus[g].pci[0] || gethostname(host, sizeof host - 1) != 0)
+        return false;
+    return !s->gpus[g].host[0] || strcmp(s->gpus[g].host, host) == 0;
+}
+
+/* The rate of a link of this type and NVLink count: REPORT_NVLINK_GBPS a
+ * link for NVLink and NVSwitch; 0 for any other type (PCIe). */
+static double nvlink_rate(const char *type, int nvlinks)
+{
+    return nvlink_type(type) ? REPORT_NVLINK_GBPS * (nvlinks > 0 ? nvlinks : 1) : 0;
+}
+
+/* The link of src -> dst: the table's type, else NVML's where both GPUs
+ * are of this host (the launcher's report_nvml_link). *from "link" or
+ * "nvml"; NULL when neither knows it. */
+static const char *link_of(struct report_summary *s, const struct report_link *l, int src,
+                           int dst, char *type, size_t len, int *nvlinks)
+{
+    if (l && l->type[0]) {
+        snprintf(type, len, "%s", l->type);
+        *nvlinks = l->nvlinks;
+        return "link";
+    }
+    if (report_nvml_link && local_gpu(s, src) && local_gpu(s, dst) &&
+        report_nvml_link(s->gpus[src].pci, s->gpus[dst].pci, type, len, nvlinks))
+        return "nvml";
+    return NULL;
+}
+
 /* The peer GB/s of the pair src -> dst where nothing measured it: the
- * log's best PTOP copy, else its link from the table's type and NVLink
- * count (REPORT_NVLINK_GBPS a link), else PCIe: a peer copy over PCIe
- * runs no faster than the host link, so the host link's rate (at most
- * REPORT_PCIE_GBPS when the run timed no host copy). *from: as
- * report_pair's peer_from; *l_out the table's link, NULL none. */
+ * log's best PTOP copy, else its link's type and NVLink count (the
+ * table's, else NVML's) at REPORT_NVLINK_GBPS a link, else PCIe: a peer
+ * copy over PCIe runs no faster than the host link, so the host link's
+ * rate (at most REPORT_PCIE_GBPS when the run timed no host copy).
+ * *from: as report_pair's peer_from; *l_out the table's link, NULL none. */
 static double peer_rate(struct report_summary *s, int src, int dst, double best_ptop,
                         const char **from, const struct report_link **l_out)
 {
@@ -38,11 +72,15 @@ static double peer_rate(struct report_summary *s, int src, int dst, double best_
         *from = "log";
         return best_ptop;
     }
-    if (l && nvlink_type(l->type)) {
-        *from = "link";
-        return REPORT_NVLINK_GBPS * (l->nvlinks > 0 ? l->nvlinks : 1);
-    }
-    *from = l && l->type[0] ? "link" : "assumed";
+    char type[24] = "";
+    int nvlinks = -1;
+    *from = link_of(s, l, src, dst, type, sizeof type, &nvlinks);
+    if (*from && !s->est_link[0])
+        snprintf(s->est_link, sizeof s->est_link, nvlink_type(type) ? "%s x%d" : "%s", type,
+                 nvlinks > 0 ? nvlinks : 1);
+    if (*from && nvlink_rate(type, nvlinks) > 0)
+        return nvlink_rate(type, nvlinks);
+    *from = *from ? *from : "assumed";
     double host = report_price_host_gbps(s);
     return host > 0 ? host : REPORT_PCIE_GBPS;
 }
@@ -115,18 +153,21 @@ static void estimate_bounce(struct report_summary *s, struct report_bounce *b)
     b->est_saved_ns = fmax(0, staged - bytes / peer);
 }
 
-const char *report_price_link_words(const char *from, char *buf, size_t len)
+/* Where an estimate's peer rate came from (from: as report_pair's
+ * peer_from; link: its type, "NVLink x2"), as the basis words it. */
+static const char *link_words(const char *from, const char *link, char *buf, size_t len)
 {
     if (from && strcmp(from, "log") == 0)
         snprintf(buf, len, "the best peer copy of the logs");
     else if (from && strcmp(from, "topo") == 0)
         snprintf(buf, len, "the measured bandwidth table");
-    else if (from && strcmp(from, "link") == 0)
-        snprintf(buf, len, "the link type in the bandwidth table, at %.0f GB/s per NVLink "
-                 "(PCIe: the host link's rate)", REPORT_NVLINK_GBPS);
+    else if (from && (strcmp(from, "link") == 0 || strcmp(from, "nvml") == 0))
+        snprintf(buf, len, "the link %s (%s), at %.0f GB/s per NVLink (PCIe: the host "
+                 "link's rate)", strcmp(from, "nvml") == 0 ? "NVML names" : "the bandwidth "
+                 "table names", link, REPORT_NVLINK_GBPS);
     else
-        snprintf(buf, len, "no link type known (no NVML figures in a bandwidth table), "
-                 "taken as PCIe at the host link's rate");
+        snprintf(buf, len, "no link type known (no NVML, no bandwidth table), taken as PCIe "
+                 "at the host link's rate");
     return buf;
 }
 
@@ -148,7 +189,7 @@ static void put_basis(struct report_summary *s, const char *from)
     if (n < 0 || (size_t)n >= sizeof s->basis)
         return;
     snprintf(s->basis + n, sizeof s->basis - (size_t)n, "peer rate: %s",
-             report_price_link_words(from, link, sizeof link));
+             link_words(from, s->est_link, link, sizeof link));
 }
 
 void report_price_basis(struct report_summary *s)
@@ -158,6 +199,7 @@ void report_price_basis(struct report_summary *s)
     s->saving_ns = 0;
     s->saving_known = false;
     s->estimate = false;
+    s->est_link[0] = '\0';
     for (int i = 0; i < s->npairs; i++) {
         struct report_pair *p = &s->pairs[i];
         estimate_pair(s, p);
