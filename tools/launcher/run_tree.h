@@ -46,8 +46,9 @@ int run_tree_report(const struct run_env *o, const struct run_opts *ro,
                     const struct run_dir *d, pid_t pid);
 
 /* Upgrade mode's exit line on stderr, from the same logs: quiet when no
- * process wrote one (a program without CUDA). Returns 0 or
- * LAUNCHER_EXIT_REPORT. */
+ * process wrote one (a program without CUDA). Returns 0, or
+ * LAUNCHER_EXIT_REPORT after a message when the logs could not be read
+ * (run_with leaves the program's status alone then). */
 int run_tree_exit_line(const struct run_env *o, const struct run_opts *ro,
                        const struct run_dir *d, pid_t pid);
 
