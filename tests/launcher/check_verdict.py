@@ -59,8 +59,13 @@ def read_logs(logdir):
                 copies[o["id"]] = d
             elif t == "activity" and o.get("decision") in copies:
                 copies[o["decision"]]["recs"].append(o)
+        # The process's start: clock ticks since boot, the header's
+        # process identity (boot id/pid/ticks), when before the first record.
+        ticks = int(header.get("process", "x/0/0").split("/")[2] or 0)
+        start = ticks * (10**9 // os.sysconf("SC_CLK_TCK"))
+        first = min(times + ([start] if start > 0 else []))
         runs.append({"header": header, "copies": list(copies.values()),
-                     "first": min(times), "last": max(times)})
+                     "first": first, "last": max(times)})
     return runs
 
 
