@@ -92,6 +92,7 @@ print(",".join(d["pci"] for d in h["devices"]))' "$dir/logs")
 }
 
 case_verdict_html() {
+    command -v chromium >/dev/null || { echo "SKIP: no chromium"; exit 77; }
     observe_job || return
     report "$dir/logs" -o "$dir/r.html" || bad "report html"
     chromium --headless --no-sandbox --disable-gpu --user-data-dir="$dir/profile" \
