@@ -61,7 +61,7 @@ static const char *link_of(struct report_summary *s, const struct report_link *l
  * log's best PTOP copy, else its link's type and NVLink count (the
  * table's, else NVML's) at REPORT_NVLINK_GBPS a link, else PCIe: a peer
  * copy over PCIe runs no faster than the host link, so the host link's
- * rate (at most REPORT_PCIE_GBPS when the run timed no host copy).
+ * rate (REPORT_PCIE_GBPS when the run timed no host copy).
  * *from: as report_pair's peer_from; *l_out the table's link, NULL none. */
 static double peer_rate(struct report_summary *s, int src, int dst, double best_ptop,
                         const char **from, const struct report_link **l_out)
