@@ -6,6 +6,8 @@
  *   report_topo.c     reads the bandwidth table
  *   report_summary.c  aggregates copies per device pair
  *   report_price.c    matches the bandwidth table to the GPUs, estimates savings
+ *   report_price_est.c  the estimate from the run's own records, the verdict's basis
+ *   report_exit.c     the exit line of p2pshim run in upgrade mode
  *   report_text.c, report_trace.c, report_html.c, report_svg.c,
  *   report_json.c, report_csv.c  render
  *   report_fmt.c      units and escaping
