@@ -352,12 +352,31 @@ static void CUPTIAPI api_callback(void *userdata, CUpti_CallbackDomain domain,
     atomic_fetch_add_explicit(&mapped, 1, memory_order_relaxed);
 }
 
+/* Said once per process (start_body runs once): what the run log loses
+ * without CUPTI, and why, in words rather than CUPTI's code alone. */
 static void unavailable(const char *why)
 {
     char text[96];
     snprintf(text, sizeof text, "unavailable: %s", why);
     record_set_cupti_state(text);
-    LOG_WARN("CUPTI %s; going on with NVTX only", why);
+    LOG_WARN("CUPTI unavailable (%s): the run log has no timings of copies and no "
+             "record of the path each took (the copies themselves are still logged)",
+             why);
+}
+
+/* cuptiSubscribe's refusal in words; the code stays in them. */
+static void subscribe_failed(CUptiResult r)
+{
+    char why[80];
+    if (r == CUPTI_ERROR_UNKNOWN)
+        snprintf(why, sizeof why, "another profiler may hold it, cuptiSubscribe error %d",
+                 (int)r);
+    else if (r == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)
+        snprintf(why, sizeof why, "profiling not permitted to this user, cuptiSubscribe "
+                 "error %d", (int)r);
+    else
+        snprintf(why, sizeof why, "cuptiSubscribe error %d", (int)r);
+    unavailable(why);
 }
 
 static void start_body(void)
@@ -392,9 +411,7 @@ static void start_body(void)
         return;
     }
     if (r != CUPTI_SUCCESS) {
-        char why[48];
-        snprintf(why, sizeof why, "cuptiSubscribe error %d", (int)r);
-        unavailable(why);
+        subscribe_failed(r);
         return;
     }
     if (api.enable_domain(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API) != CUPTI_SUCCESS ||

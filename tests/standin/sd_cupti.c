@@ -14,12 +14,16 @@
  *   - records collect in buffers the tool hands over (its request
  *     callback) and go back to it (its completion callback) when one is
  *     full and at cuptiActivityFlushAll.
- * One subscriber at a time, as CUPTI before 13.3. */
+ * One subscriber at a time, as CUPTI before 13.3.
+ * STANDIN_CUPTI_SUBSCRIBE_ERROR=N: cuptiSubscribe returns N (a CUptiResult;
+ * 999 is CUPTI_ERROR_UNKNOWN, what CUPTI answers while another profiler
+ * holds it), for the tests of CUPTI being unavailable. */
 #define _GNU_SOURCE
 #include <cupti.h>
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <string.h>
@@ -152,6 +156,9 @@ API CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *handle, CUpti_CallbackFun
 {
     if (handle == NULL || f == NULL)
         return CUPTI_ERROR_INVALID_PARAMETER;
+    const char *forced = getenv("STANDIN_CUPTI_SUBSCRIBE_ERROR");
+    if (forced != NULL && forced[0] != '\0')
+        return (CUptiResult)strtol(forced, NULL, 10);
     if (subscriber != NULL)
         return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
     void (*set)(const struct standin_observer *) =

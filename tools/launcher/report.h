@@ -42,8 +42,9 @@ bool report_log_usable(const char *path, char *why, size_t why_len);
  * many are kept, or -1 (strict). */
 int report_keep_usable(char **paths, int n, bool strict);
 
-/* Renders log_path as format ("text", "json", "csv", "trace", "html" or
- * "verdict") into out_path
+/* Renders log_path as format ("text", "json", "csv", "trace", "html",
+ * "verdict" or "exit-line": the line of p2pshim run in upgrade mode) into
+ * out_path
  * (NULL: stdout; a file is written beside itself and renamed into place, so
  * a failed run leaves no half-written file). topo_path NULL: the bandwidth
  * table at its default place (P2PSHIM_TOPO_FILE, else

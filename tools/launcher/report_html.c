@@ -5,6 +5,7 @@
  * figures as the text report, so a test can find them. */
 #define _GNU_SOURCE
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "report_internal.h"
@@ -19,7 +20,15 @@ static const char style[] =
     "dl.run{display:grid;grid-template-columns:max-content auto;gap:.1em 1em}"
     "dl.run dt{font-weight:600}dl.run dd{margin:0}"
     "p.note{background:#fff4e0;border-left:4px solid #e69500;padding:.4em .8em}"
-    "svg text{font:12px system-ui,sans-serif}";
+    "svg text{font:12px system-ui,sans-serif}"
+    "header#job ul{list-style:none;padding:0;margin:.3em 0;display:flex;flex-wrap:wrap;gap:.4em}"
+    "header#job li{background:#f0f3f7;border-radius:4px;padding:.15em .6em}"
+    "section.card{border:1px solid #c9d3df;border-radius:8px;padding:.6em 1.2em 1em;"
+    "box-shadow:0 1px 4px rgba(0,0,0,.08);margin:1em 0 2em}"
+    "section.card h2{margin-top:.3em}p.sentence{font-size:1.1em}"
+    "p.saving{font-size:1.35em;margin:.4em 0}p.basis{color:#555}"
+    "span.estimate{font-size:.6em;vertical-align:middle;background:#fff4e0;"
+    "border:1px solid #e69500;border-radius:3px;padding:0 .4em;text-transform:uppercase}";
 
 static void dt(FILE *f, const char *term, const char *value)
 {
@@ -62,8 +71,8 @@ static void put_run(FILE *f, const char *log_path, const struct report_info *in,
         dt(f, "footer", buf);
     }
     dt(f, "topo table", s->topo && s->topo->loaded ? s->topo->path
-                                                   : "none (estimates use the "
-                                                     "log's best PTOP GB/s)");
+                                                   : "none (estimates from the run's "
+                                                     "own records)");
     fputs("</dl>\n", f);
     if (in->cut_short && in->log_cut) {
         fputs("<p class=\"note\" id=\"cut-short\">Cut short: ", f);
@@ -261,19 +270,89 @@ static void put_savings(FILE *f, const struct report_summary *s)
             (long long)s->total.unest_n);
 }
 
-/* The verdict first, as the text report words it. */
+/* The header: every process of the job by rank, pid, host and program
+ * (the first REPORT_HTML_PROCS; a count of the others). */
+#define REPORT_HTML_PROCS 64
+static void put_job(FILE *f, const struct report_summary *s)
+{
+    int n = report_log_file_count(s->log);
+    fprintf(f, "<header id=\"job\"><h1>p2pshim report</h1>\n<p>%d process%s:</p>"
+            "<ul id=\"job-procs\">\n", n, n == 1 ? "" : "es");
+    for (int i = 0; i < n && i < REPORT_HTML_PROCS; i++) {
+        const struct report_info *in = report_log_file(s->log, i);
+        fprintf(f, "<li id=\"job-proc-%d\">", i);
+        if (in->rank >= 0)
+            fprintf(f, "<b>rank %lld</b>", (long long)in->rank);
+        else
+            fputs("<b>no rank</b>", f);
+        if (in->has_pid)
+            fprintf(f, " &middot; pid %lld", (long long)in->pid);
+        fputs(" &middot; ", f);
+        report_put_html(f, in->host ? in->host : "(unknown host)");
+        fputs(" &middot; <code>", f);
+        const char *exe = in->exe ? strrchr(in->exe, '/') : NULL;
+        report_put_html(f, exe ? exe + 1 : in->exe ? in->exe : "(unknown program)");
+        fputs("</code></li>\n", f);
+    }
+    if (n > REPORT_HTML_PROCS)
+        fprintf(f, "<li>and %d more (the Processes table)</li>\n", n - REPORT_HTML_PROCS);
+    fputs("</ul></header>\n", f);
+}
+
+/* The verdict card: its first sentence, the saving as time and as a share
+ * of the wall time, what it rests on, then the verdict's other lines. */
 static void put_verdict(FILE *f, const struct report_summary *s)
 {
-    char *text = NULL;
+    char *text = NULL, t[32], w[32];
     size_t len = 0;
     FILE *m = open_memstream(&text, &len);
     if (m) {
         report_verdict_write(m, "", s);
         fclose(m);
     }
-    fputs("<section id=\"verdict\"><h2>Verdict</h2>\n<pre>", f);
-    report_put_html_lines(f, text ? text : "");
-    fputs("</pre></section>\n", f);
+    char *rest = text ? strchr(text, '\n') : NULL;
+    if (rest)
+        *rest++ = '\0';
+    fputs("<section id=\"verdict\" class=\"card\"><h2>Verdict</h2>\n<p class=\"sentence\">", f);
+    const char *sentence = text ? text : "";
+    if (strncmp(sentence, "verdict: ", 9) == 0)
+        sentence += 9;   /* the card's title says it */
+    report_put_html(f, sentence);
+    fputs("</p>\n<p class=\"saving\">", f);
+    if (s->saving_known) {
+        fprintf(f, "P2P would save <b id=\"saving\">%s</b>",
+                report_fmt_ns(s->saving_ns, t, sizeof t));
+        if (s->wall_ns > 0)
+            fprintf(f, ", <b id=\"share\">%.1f%%</b> of the run's %s wall time",
+                    100.0 * s->saving_ns / (double)s->wall_ns,
+                    report_fmt_ns((double)s->wall_ns, w, sizeof w));
+        if (s->estimate)
+            fputs(" <span class=\"estimate\" id=\"estimate\">estimate</span>", f);
+    } else {
+        fputs("<span id=\"saving\">no time estimate</span>", f);
+    }
+    fputs("</p>\n", f);
+    if (s->basis[0]) {
+        fputs("<p class=\"basis\" id=\"basis\">Basis: ", f);
+        report_put_html(f, s->basis);
+        fputs("</p>\n", f);
+    }
+    fputs("<ul class=\"lines\">\n", f);
+    for (char *line = rest; line && *line;) {
+        char *end = strchr(line, '\n');
+        if (end)
+            *end = '\0';
+        while (*line == ' ')
+            line++;
+        /* the saving and its basis are the card's own lines above */
+        if (strncmp(line, "P2P would save", 14) != 0 && strncmp(line, "basis:", 6) != 0) {
+            fputs("<li>", f);
+            report_put_html(f, line);
+            fputs("</li>\n", f);
+        }
+        line = end ? end + 1 : NULL;
+    }
+    fputs("</ul></section>\n", f);
     free(text);
 }
 
@@ -316,8 +395,8 @@ int report_html_write(FILE *f, const char *log_path,
           "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src "
           "'none'; style-src 'unsafe-inline'\">\n<title>p2pshim report: ", f);
     report_put_html(f, log_path);
-    fprintf(f, "</title>\n<style>%s</style></head><body>\n"
-            "<h1>p2pshim report</h1>\n", style);
+    fprintf(f, "</title>\n<style>%s</style></head><body>\n", style);
+    put_job(f, s);
     put_verdict(f, s);
     put_run(f, log_path, in, s);
     put_procs(f, s);

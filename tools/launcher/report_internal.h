@@ -6,6 +6,8 @@
  *   report_topo.c     reads the bandwidth table
  *   report_summary.c  aggregates copies per device pair
  *   report_price.c    matches the bandwidth table to the GPUs, estimates savings
+ *   report_price_est.c  the estimate from the run's own records, the verdict's basis
+ *   report_exit.c     the exit line of p2pshim run in upgrade mode
  *   report_text.c, report_trace.c, report_html.c, report_svg.c,
  *   report_json.c, report_csv.c  render
  *   report_fmt.c      units and escaping
@@ -138,6 +140,7 @@ struct report_info {
     int footers;           /* images with a footer; the figures below are the
                               sums of each image's last footer */
     int64_t f_records, f_dropped, f_activities, f_unjoined;
+    int64_t last_footer_ns;   /* the latest footer's t_ns; 0 none */
     bool saturated;        /* a sum reached the 64-bit limit and stopped there */
     bool cut_short;        /* the last process image wrote no footer */
     bool torn_tail;        /* the last line was cut mid-write (ignored) */
@@ -277,7 +280,8 @@ struct report_link {
     int src, dst;
     int can_peer;          /* 1, 0, -1 unknown */
     double staged_gbps, peer_gbps;   /* 0: absent */
-    char type[24];
+    char type[24];         /* NVML's link type ("NVLink", "PIX", ...); "" unknown */
+    int nvlinks;           /* NVLinks between the pair; -1 unknown */
 };
 #define REPORT_TOPO_DEVS 32
 struct report_topo {
@@ -340,11 +344,23 @@ struct report_pair {
     int64_t reasons[REPORT_MAX_NAMES];
     /* set by report_summary_finish */
     double peer_gbps, staged_gbps;   /* used for the estimate; 0: none */
-    const char *peer_from;           /* "topo", "log" or NULL */
+    /* "topo" (the table's measured figure), "log" (the best PTOP copy),
+     * "link" (the table's link type and NVLink count, at a documented
+     * rate per link), "nvml" (the same from NVML), "assumed" (no link
+     * known: PCIe at the host link's rate), or NULL */
+    const char *peer_from;
     const char *no_estimate;         /* why not, when candidates lack one */
     int64_t saved_n, unest_n;
     double saved_ns, staged_ns, peer_ns;
     int64_t candidates;              /* cand_meas_n + cand_unmeas_n, saturated */
+    /* The estimate from the run's own records, where the figures above
+     * give no saving (report_price_estimate): est_n candidates, their
+     * staged time (CUPTI's, at least bytes at the host link's rate), the
+     * peer GB/s and where it came from (as peer_from), the saving
+     * (never below 0). est_n 0: none. */
+    int64_t est_n;
+    double est_staged_ns, est_peer_gbps, est_saved_ns;
+    const char *est_peer_from;
     int64_t tbytes[REPORT_TBINS];    /* bytes of copies issued per time bin */
 };
 
@@ -369,6 +385,11 @@ struct report_proc {
     int64_t peer_bytes, staged_bytes, candidates, candidate_bytes;
     int64_t action_bytes[REPORT_MAX_NAMES];   /* by interned action name */
     int64_t class_bytes[LOG_CLASS_COUNT];     /* by the reason's class */
+    /* The span of the shim's clock the file's lines cover (header, copies,
+     * events, footers): first_ns 0 and last_ns 0 when none said a time. */
+    int64_t first_ns, last_ns;
+    int64_t upgraded, upgraded_bytes;         /* copies the shim put on the peer link */
+    int64_t upgraded_ns;                      /* their CUPTI time; -1 one was untimed */
 };
 
 struct report_summary {
@@ -388,8 +409,12 @@ struct report_summary {
          * time a peer copy would save over the host round trip */
         bool estimated;
         double saved_ns, staged_gbps, peer_gbps;
-        const char *peer_from;   /* "topo" or "log" */
+        const char *peer_from;   /* as a pair's */
         const char *no_estimate; /* why not, when !estimated */
+        /* the estimate from the run's records, where !estimated */
+        bool est;
+        double est_saved_ns, est_staged_gbps, est_peer_gbps;
+        const char *est_peer_from;
     } bounces[REPORT_MAX_BOUNCE_PAIRS];
     int nbounces;
     int64_t copies_seen;
@@ -411,6 +436,22 @@ struct report_summary {
     struct report_pair_index *index;
     bool oom;
     bool saturated;   /* a figure reached the 64-bit limit (report_add) */
+    /* The host link as the run saw it: the best GB/s of a timed copy from
+     * host memory to a GPU and back (0: none timed). */
+    double h2d_gbps, d2h_gbps;
+    /* The job's wall time as its logs span it (the longest host's first
+     * record to its last footer); 0 unknown. */
+    int64_t wall_ns;
+    /* Set by report_summary_finish: whether a saving came from the run's
+     * own records rather than a measured table alone (an estimate), and
+     * what it rests on, one sentence. */
+    bool estimate;
+    char basis[320];
+    char est_link[48];   /* the first estimate's link from NVML or a table ("NVLink x2") */
+    /* The saving the verdict states: the measured figures where there are
+     * some, the estimate elsewhere; known false when neither has one. */
+    bool saving_known;
+    double saving_ns;
 };
 
 /* ---- pricing (report_price.c) ---- */
@@ -424,6 +465,23 @@ void report_price_check_host(struct report_summary *s);
 /* The savings estimate of a pair, of a bounce candidate. */
 void report_price_pair(struct report_summary *s, struct report_pair *p, bool *sat);
 void report_price_bounce(struct report_summary *s, struct report_bounce *b);
+/* After both: the estimate from the run's records where they gave none,
+ * the verdict's saving, and its basis (report_price_est.c). */
+void report_price_basis(struct report_summary *s);
+/* The host link's rate the estimate uses: the slower direction's best
+ * timed copy (one direction when only one was timed); 0 none. */
+double report_price_host_gbps(const struct report_summary *s);
+/* NVML's link between the GPUs at PCI bus ids a and b of this host: its
+ * type ("NVLink", "NVSwitch", "PIX", ...) and NVLink count. Defined by the
+ * launcher (run_links.c), weak here: builds of the report without NVML
+ * have none, and the estimate goes without it. False when NVML cannot
+ * say. */
+bool report_nvml_link(const char *pci_a, const char *pci_b, char *type, size_t len,
+                      int *nvlinks) __attribute__((weak));
+/* Conservative peer rates (docs/LAUNCHER.md, "Estimates"): GB/s per
+ * NVLink and direction, and a PCIe peer link when no host copy was timed. */
+#define REPORT_NVLINK_GBPS 20.0
+#define REPORT_PCIE_GBPS 10.0
 
 /* Sets v to callbacks that fill s (copy and event) from log. */
 void report_summary_init(struct report_summary *s, const struct report_topo *t,
@@ -443,6 +501,9 @@ int report_text_write(FILE *f, const char *log_path,
 /* The verdict: a few lines, each starting with prefix, that answer
  * "would the shim help, and by how much" (report_text.c). */
 int report_verdict_write(FILE *f, const char *prefix, const struct report_summary *s);
+/* The one line `p2pshim run` prints at exit in upgrade mode: copies
+ * upgraded, their bytes, the time saved or why not (report_exit.c). */
+int report_exit_line_write(FILE *f, const struct report_summary *s);
 int report_html_write(FILE *f, const char *log_path,
                       const struct report_summary *s);
 /* The report as one JSON document (docs/report-schema.json), report_json.c. */

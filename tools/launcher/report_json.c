@@ -88,6 +88,12 @@ static json_t *verdict_json(const struct report_summary *s)
     json_object_set_new(o, "bounce_candidates", json_integer(bounce_n));
     json_object_set_new(o, "bounce_bytes", json_integer(bounce_bytes));
     json_object_set_new(o, "bounce_saved_ns", real_or_null(bounce_est, bounce_saved));
+    json_object_set_new(o, "saving_ns", real_or_null(s->saving_known, s->saving_ns));
+    json_object_set_new(o, "wall_ns", int_or_null(s->wall_ns > 0, s->wall_ns));
+    json_object_set_new(o, "share", real_or_null(s->saving_known && s->wall_ns > 0,
+                                                 s->saving_ns / (double)s->wall_ns));
+    json_object_set_new(o, "estimate", json_boolean(s->estimate));
+    json_object_set_new(o, "basis", str_or_null(s->basis[0] ? s->basis : NULL));
     return o;
 }
 
@@ -110,6 +116,18 @@ static void set_estimate(json_t *o, const struct report_pair *p)
     json_object_set_new(o, "estimated", json_integer(p->saved_n));
     json_object_set_new(o, "unestimated", json_integer(p->unest_n));
     json_object_set_new(o, "saved_ns", real_or_null(p->saved_n > 0, p->saved_ns));
+}
+
+/* A pair's estimate from the run's records (report_price_est.c). */
+static void set_run_estimate(json_t *o, const struct report_pair *p)
+{
+    bool est = p->est_n > 0;
+    json_object_set_new(o, "run_estimate",
+                        !est ? json_null()
+                             : json_pack("{s:I, s:f, s:f, s:f, s:s}", "copies",
+                                         (json_int_t)p->est_n, "staged_ns", p->est_staged_ns,
+                                         "peer_gbps", p->est_peer_gbps, "saved_ns",
+                                         p->est_saved_ns, "peer_from", p->est_peer_from));
 }
 
 static json_t *totals_json(const struct report_summary *s)
@@ -199,6 +217,7 @@ static json_t *pair_json(const struct report_summary *s, const struct report_pai
     json_object_set_new(o, "est_peer_gbps", real_or_null(p->peer_from != NULL, p->peer_gbps));
     json_object_set_new(o, "est_peer_from", str_or_null(p->peer_from));
     json_object_set_new(o, "no_estimate", str_or_null(p->unest_n ? p->no_estimate : NULL));
+    set_run_estimate(o, p);
     json_t *reasons = json_object();
     for (int r = 0; r < nnames; r++)
         if (p->reasons[r])
@@ -220,6 +239,8 @@ static json_t *bounce_json(const struct report_summary *s, const struct report_b
     json_object_set_new(o, "peer_gbps", real_or_null(b->peer_gbps > 0, b->peer_gbps));
     json_object_set_new(o, "peer_from", str_or_null(b->peer_from));
     json_object_set_new(o, "no_estimate", str_or_null(b->served ? NULL : b->no_estimate));
+    json_object_set_new(o, "est_saved_ns", real_or_null(b->est, b->est_saved_ns));
+    json_object_set_new(o, "est_peer_from", str_or_null(b->est ? b->est_peer_from : NULL));
     return o;
 }
 

@@ -129,6 +129,9 @@ static void on_footer(struct report_log *log, json_t *o)
         f->activities = 0;
     if (!report_json_i64(o, "unjoined", &f->unjoined))
         f->unjoined = 0;
+    int64_t t;
+    if (report_json_i64(o, "t_ns", &t) && t > log->info->last_footer_ns)
+        log->info->last_footer_ns = t;
 }
 
 /* The image read so far ends: its last footer joins the figures. */

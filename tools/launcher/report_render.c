@@ -104,6 +104,8 @@ static int render(const char *const *logs, int nlogs, const char *out_path, bool
 /* Format "verdict": the verdict alone, lines prefixed "p2pshim: " (what
  * `p2pshim run --observe` prints at exit). */
 static bool verdict_only;
+/* Format "exit-line": the one line of `p2pshim run` in upgrade mode. */
+static bool exit_line;
 /* Format "json": the report as one JSON document (report_json.c). */
 static bool json_doc;
 /* Format "csv": a row per GPU pair and path (report_csv.c). */
@@ -123,7 +125,8 @@ int report_render_many(const char *const *logs, int nlogs, const char *out_path,
     json_doc = format && strcmp(format, "json") == 0;
     csv_doc = format && strcmp(format, "csv") == 0;
     verdict_only = format && strcmp(format, "verdict") == 0;
-    if (!trace && !html && !json_doc && !csv_doc && !verdict_only &&
+    exit_line = format && strcmp(format, "exit-line") == 0;
+    if (!trace && !html && !json_doc && !csv_doc && !verdict_only && !exit_line &&
         !(format && strcmp(format, "text") == 0)) {
         launcher_error("report: unknown format %s (text, json, csv, trace or html)",
                 format ? format : "(none)");
@@ -267,6 +270,7 @@ static int render(const char *const *logs, int nlogs, const char *out_path, bool
              : json_doc     ? report_json_write(o.f, log_path, &s)
              : csv_doc      ? report_csv_write(o.f, &s)
              : verdict_only ? report_verdict_write(o.f, "p2pshim: ", &s)
+             : exit_line    ? report_exit_line_write(o.f, &s)
                             : report_text_write(o.f, log_path, &s);
         snprintf(err, sizeof err, "%s: cannot write the report", log_path);
     }

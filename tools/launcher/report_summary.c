@@ -9,8 +9,10 @@
  * would-upgrade (observe mode). */
 #define _GNU_SOURCE
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <uthash.h>
 
 #include "report_internal.h"
@@ -157,15 +159,60 @@ static int gpu_of(struct report_summary *s, int ordinal)
     return id < 0 ? REPORT_DEV_NONE : id;
 }
 
+/* A time of the file being read on the shim's clock: widens its span. */
+static void note_time(struct report_summary *s, int64_t t)
+{
+    if (s->file < 0 || s->file >= s->nprocs || t <= 0)
+        return;
+    struct report_proc *p = &s->procs[s->file];
+    if (p->first_ns == 0 || t < p->first_ns)
+        p->first_ns = t;
+    if (t > p->last_ns)
+        p->last_ns = t;
+}
+
+/* A copy between host memory and one GPU, timed by CUPTI: the host link's
+ * best rate so far, per direction. */
+static void note_host_link(struct report_summary *s, const struct report_decision *d)
+{
+    int64_t ns = report_span_duration(&d->act);
+    if (ns <= 0 || d->bytes <= 0)
+        return;
+    double g = report_gbps(d->bytes, ns);
+    if (d->src_dev == -1 && d->dst_dev >= 0 && d->act.kinds == REPORT_KIND_HTOD)
+        s->h2d_gbps = fmax(s->h2d_gbps, g);
+    if (d->src_dev >= 0 && d->dst_dev == -1 && d->act.kinds == REPORT_KIND_DTOH)
+        s->d2h_gbps = fmax(s->d2h_gbps, g);
+}
+
+/* A copy the shim itself carried over the peer link (upgrade mode), for
+ * the exit line: its bytes and its CUPTI time. */
+static void note_upgraded(struct report_summary *s, const struct report_decision *d,
+                          enum report_path path)
+{
+    if (s->file < 0 || s->file >= s->nprocs || path != REPORT_PEER ||
+        report_reason_class(d->reason) != LOG_CLASS_UPGRADE)
+        return;
+    struct report_proc *p = &s->procs[s->file];
+    bool *sat = &s->saturated;
+    int64_t ns = report_span_duration(&d->act);
+    p->upgraded = report_add(p->upgraded, 1, sat);
+    p->upgraded_bytes = report_add(p->upgraded_bytes, d->bytes, sat);
+    if (p->upgraded_ns >= 0)
+        p->upgraded_ns = ns > 0 ? report_add(p->upgraded_ns, ns, sat) : -1;
+}
+
 /* A file's first header: its devices join the table, in ordinal order. */
 static void on_header(void *ctx, const struct report_info *in, int segment, bool has_align,
                       int64_t clock_ns, int64_t cupti_ns)
 {
-    (void)segment, (void)has_align, (void)clock_ns, (void)cupti_ns;
+    (void)segment, (void)has_align, (void)cupti_ns;
     struct report_summary *s = ctx;
     int file = report_log_file_count(s->log) - 1;
-    if (file == s->file && s->nprocs > 0)
+    if (file == s->file && s->nprocs > 0) {
+        note_time(s, clock_ns);
         return;
+    }
     s->file = file;
     for (int i = 0; i < REPORT_MAX_DEVS; i++)
         s->map[i] = -1;
@@ -181,6 +228,7 @@ static void on_header(void *ctx, const struct report_info *in, int segment, bool
         s->procs = p;
         s->nprocs = file + 1;
     }
+    note_time(s, clock_ns);
 }
 
 static void count_proc(struct report_summary *s, const struct report_decision *d, bool cross,
@@ -240,8 +288,13 @@ static void on_copy(void *ctx, const struct report_decision *given)
     *reason = report_add(*reason, 1, sat);
     bool candidate = cross && (from_act ? path == REPORT_STAGED : would_upgrade(d));
     count_proc(s, d, cross, path, candidate);
-    if (!cross)
+    if (d->has_t)
+        note_time(s, d->t_ns);
+    if (!cross) {
+        note_host_link(s, d);
         return;
+    }
+    note_upgraded(s, d, path);
     if (d->has_t)
         report_timeline_add(s, p, d->t_ns, d->bytes);
     int64_t ns = report_span_duration(&d->act);
@@ -275,6 +328,8 @@ static void on_event(void *ctx, const struct report_event *e)
 {
     struct report_summary *s = ctx;
     int what = report_event_of(e->what);
+    if (e->has_t)
+        note_time(s, e->t_ns);
     if (what == LOG_EVENT_PEER_ENABLE) {
         s->peer_enables++;
         if (e->duration_ns > 0)
@@ -373,8 +428,56 @@ int64_t report_pair_bytes(const struct report_summary *s, int src, int dst)
     return e ? s->pairs[e->idx].bytes : 0;
 }
 
+/* The process's start on the shim's clock, from the header's process
+ * identity (boot id/pid/start in clock ticks since boot, as /proc has
+ * it); 0 unknown. Ticks count since boot including suspended time, the
+ * clock without it: the start found is before the real one by less than
+ * one tick (10 ms at 100 Hz), never more. */
+static int64_t process_start_ns(const struct report_info *in)
+{
+    long long pid = 0, ticks = 0;
+    long hz = sysconf(_SC_CLK_TCK);
+    const char *slash = in->process ? strchr(in->process, '/') : NULL;
+    if (!slash || hz <= 0 || sscanf(slash, "/%lld/%lld", &pid, &ticks) != 2 || ticks <= 0 ||
+        ticks > INT64_MAX / 1000000000)
+        return 0;
+    return (int64_t)ticks * (1000000000 / hz);
+}
+
+/* The wall time of the job: per host (one CLOCK_MONOTONIC), its
+ * processes' first start (or first record) to their last footer (or
+ * record); the longest host's. */
+static void find_wall(struct report_summary *s)
+{
+    s->wall_ns = 0;
+    for (int i = 0; i < s->nprocs; i++) {
+        const struct report_info *in = report_log_file(s->log, i);
+        struct report_proc *p = &s->procs[i];
+        int64_t start = process_start_ns(in);
+        if (in->last_footer_ns > p->last_ns)
+            p->last_ns = in->last_footer_ns;
+        if (start > 0 && start < p->first_ns)
+            p->first_ns = start;
+    }
+    for (int i = 0; i < s->nprocs; i++) {
+        const char *host = report_log_file(s->log, i)->host;
+        int64_t first = 0, last = 0;
+        for (int j = 0; j < s->nprocs; j++) {
+            const char *h = report_log_file(s->log, j)->host;
+            const struct report_proc *p = &s->procs[j];
+            if (p->first_ns <= 0 || strcmp(h ? h : "", host ? host : "") != 0)
+                continue;
+            first = first == 0 || p->first_ns < first ? p->first_ns : first;
+            last = p->last_ns > last ? p->last_ns : last;
+        }
+        if (last - first > s->wall_ns)
+            s->wall_ns = last - first;
+    }
+}
+
 void report_summary_finish(struct report_summary *s)
 {
+    find_wall(s);
     report_price_check_host(s);
     if (s->npairs > 1)
         qsort(s->pairs, (size_t)s->npairs, sizeof *s->pairs, cmp_pair);
@@ -389,6 +492,7 @@ void report_summary_finish(struct report_summary *s)
     count_candidates(&s->local, &s->saturated);
     for (int i = 0; i < s->nbounces; i++)
         report_price_bounce(s, &s->bounces[i]);
+    report_price_basis(s);
 }
 
 void report_summary_free(struct report_summary *s)

@@ -49,7 +49,7 @@ static void put_run(FILE *f, const char *log_path, const struct report_info *in,
         fputs("\n  topo      ", f);
         report_put_plain(f, s->topo->path);
     } else {
-        fputs("\n  topo      none (estimates use the log's best PTOP GB/s)", f);
+        fputs("\n  topo      none (estimates from the run's own records)", f);
     }
     fputc('\n', f);
     if (in->cut_short && in->log_cut)
@@ -436,10 +436,53 @@ static int64_t put_bounce_verdicts(FILE *f, const char *prefix, const struct rep
                     report_fmt_gbps(x->staged_gbps, g1, sizeof g1),
                     report_fmt_gbps(x->peer_gbps, g2, sizeof g2),
                     strcmp(x->peer_from, "topo") == 0 ? "topo table" : "log's best PTOP copy");
+        else if (x->est)
+            fprintf(f, "; estimate: a peer copy would save %s (the D2H and H2D at %s GB/s "
+                       "together, peer at %s GB/s)\n",
+                    report_fmt_ns(x->est_saved_ns, t, sizeof t),
+                    report_fmt_gbps(x->est_staged_gbps, g1, sizeof g1),
+                    report_fmt_gbps(x->est_peer_gbps, g2, sizeof g2));
         else
             fprintf(f, "; no time estimate (%s)\n", x->no_estimate);
     }
     return pairs;
+}
+
+/* Without a saving where copies were staged: the processes whose CUPTI
+ * did not run, as what took the timings away. */
+static void put_untimed(FILE *f, const char *prefix, const struct report_summary *s,
+                        bool staged)
+{
+    int n = report_log_file_count(s->log), off = 0;
+    const char *why = NULL;
+    for (int i = 0; i < n; i++) {
+        const char *c = report_log_file(s->log, i)->cupti;
+        if (c && strcmp(c, "on") != 0) {
+            off++;
+            why = why ? why : c;
+        }
+    }
+    if (s->saving_known || !staged || off == 0)
+        return;
+    fprintf(f, "%s  no time estimate: the run has no timings of copies (%d of %d process%s: "
+               "CUPTI %s)\n", prefix, off, n, n == 1 ? "" : "es", why);
+}
+
+/* The saving the verdict states, as time and as a share of the job's wall
+ * time, and what it rests on. */
+static void put_saving_line(FILE *f, const char *prefix, const struct report_summary *s)
+{
+    char t[32], w[32];
+    if (!s->saving_known)
+        return;
+    fprintf(f, "%s  P2P would save %s%s", prefix, s->estimate ? "an estimated " : "about ",
+            report_fmt_ns(s->saving_ns, t, sizeof t));
+    if (s->wall_ns > 0)
+        fprintf(f, ", %.1f%% of the run's %s wall time", 100.0 * s->saving_ns / (double)s->wall_ns,
+                report_fmt_ns((double)s->wall_ns, w, sizeof w));
+    fputc('\n', f);
+    fprintf(f, "%s  basis: %s%s\n", prefix, s->basis,
+            s->estimate ? "; measured figures: p2pshim topo --measure" : "");
 }
 
 int report_verdict_write(FILE *f, const char *prefix, const struct report_summary *s)
@@ -463,6 +506,10 @@ int report_verdict_write(FILE *f, const char *prefix, const struct report_summar
         if (p->saved_n)
             fprintf(f, "; time lost at the measured bandwidth: %s",
                     report_fmt_ns(p->saved_ns, t, sizeof t));
+        else if (p->est_n)
+            fprintf(f, "; estimated time lost: %s (peer at %s GB/s)",
+                    report_fmt_ns(p->est_saved_ns, t, sizeof t),
+                    report_fmt_gbps(p->est_peer_gbps, b, sizeof b));
         else if (p->candidates)
             fprintf(f, "; no time estimate (%s)", p->no_estimate ? p->no_estimate : "-");
         fputc('\n', f);
@@ -479,9 +526,8 @@ int report_verdict_write(FILE *f, const char *prefix, const struct report_summar
                 "carry ", (long long)would_upgrade,
                 bounce_pairs ? ", and bounce the host-memory round trips GPU to GPU" : "",
                 s->total.saved_n ? "" : "");
-    if (s->total.saved_n)
-        fprintf(f, "%s  P2P would save about %s\n", prefix,
-                report_fmt_ns(s->total.saved_ns, t, sizeof t));
+    put_saving_line(f, prefix, s);
+    put_untimed(f, prefix, s, staged || bounce_pairs);
     if (would_upgrade)
         fprintf(f, "%s  advice: enable peer access between these GPUs "
                    "(cudaDeviceEnablePeerAccess), or run under p2pshim in upgrade mode\n",

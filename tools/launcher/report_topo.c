@@ -119,6 +119,8 @@ int report_topo_load(const char *path, struct report_topo *t, char *err,
         k->peer_gbps = get_gbps(l, "peer_gbps");
         const char *type = json_string_value(json_object_get(l, "type"));
         snprintf(k->type, sizeof k->type, "%s", type ? type : "");
+        json_t *nv = json_object_get(l, "nvlinks");
+        k->nvlinks = json_is_integer(nv) ? (int)json_integer_value(nv) : -1;
         t->nlinks++;
     }
     t->loaded = true;

@@ -53,6 +53,9 @@ static const char run_usage[] =
     "SLURM_PROCID), %q{VAR} the value of VAR, %% a %.\n"
     "With --observe and neither --log, --log-dir nor --report, the report's\n"
     "verdict is printed to stderr at exit (the logs go to a temporary folder).\n"
+    "In upgrade mode (the default) one line at exit says the copies upgraded,\n"
+    "their bytes and the time saved, estimated from the run's records (CUPTI\n"
+    "times the copies with --set CUPTI=1).\n"
     "\n"
     "The library is $P2PSHIM_LIBRARY if set, else libp2pshim.so beside the\n"
     "launcher, in " P2PSHIM_LIBDIR_FROM_BINDIR " from it, or in the build tree's\n"
@@ -155,11 +158,12 @@ static int run_with(struct run_env *o, const struct run_opts *ro)
         return LAUNCHER_EXIT_USAGE;
 
     bool has_log = run_env_get(o, "P2PSHIM_RUN_LOG") != NULL;
-    bool verdict = ro->observe && ro->report == NULL && !has_log && ro->log_dir == NULL;
+    bool verdict = ro->observe && run_tree_quiet_logs(ro, has_log);
     bool report = ro->report != NULL || verdict;
+    bool logs = report || ro->exit_line;
     struct run_dir d;
     memset(&d, 0, sizeof d);
-    if ((ro->log_dir != NULL || (report && !has_log)) && !run_tree_make_dir(ro, &d))
+    if ((ro->log_dir != NULL || (logs && !has_log)) && !run_tree_make_dir(ro, &d))
         return LAUNCHER_EXIT_REPORT;
     if (d.path[0]) {
         char pattern[PATH_MAX + 32];
@@ -190,6 +194,9 @@ static int run_with(struct run_env *o, const struct run_opts *ro)
         if (r != 0 && status == 0)
             status = r;
     }
+    /* The exit line informs: a log it cannot read is said, not the run's status. */
+    if (ro->exit_line && pid > 0)
+        (void)run_tree_exit_line(o, ro, &d, pid);
     if (d.temporary)
         run_tree_remove_dir(d.path);
     else if (d.made)
@@ -212,6 +219,20 @@ int run_main(int argc, char **argv)
     struct run_opts ro = {0};
     run_env_init(&o);
     int rc = parse_options(argc, argv, &o, &ro);
+    if (rc == 0) {
+        /* The mode the shim will run in: the options', else the
+         * environment's, else its default (upgrade). */
+        const char *mode = run_env_get(&o, "P2PSHIM_MODE");
+        mode = mode ? mode : getenv("P2PSHIM_MODE");
+        ro.exit_line = !mode || !mode[0] ||
+                       strcmp(mode, p2pshim_mode_names[P2PSHIM_MODE_UPGRADE]) == 0;
+        /* A run log the environment names is where the exit line reads
+         * the run from (no temporary folder replaces it). */
+        const char *log = getenv("P2PSHIM_RUN_LOG");
+        if (ro.exit_line && log && log[0] && !run_env_get(&o, "P2PSHIM_RUN_LOG") &&
+            !ro.report && !ro.log_dir && !run_env_set(&o, "P2PSHIM_RUN_LOG", log))
+            rc = LAUNCHER_EXIT_USAGE;
+    }
     if (rc == 0) {
         rc = run_with(&o, &ro);
     } else if (rc == CLI_HELP) {

@@ -165,7 +165,7 @@ static const char *value_of(const struct run_env *e, const char *name)
 bool run_paths_check(const struct run_env *e, const struct run_opts *ro)
 {
     const char *opt_log = run_env_get(e, "P2PSHIM_RUN_LOG");
-    bool verdict = ro->observe && ro->report == NULL && opt_log == NULL && ro->log_dir == NULL;
+    bool verdict = run_tree_quiet_logs(ro, opt_log != NULL);
     /* As run_with decides: a run folder takes the logs, else the variable. */
     bool run_folder = ro->log_dir != NULL || ((ro->report != NULL || verdict) && opt_log == NULL);
     const char *run_log = run_folder ? NULL : value_of(e, "P2PSHIM_RUN_LOG");

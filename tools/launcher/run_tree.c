@@ -164,10 +164,17 @@ static int tree_logs(char **paths, int n, pid_t root, char **out)
     return m;
 }
 
-/* Renders the logs of root's tree that match pattern (a glob) to out
- * (NULL: the verdict on stderr); returns 0 or LAUNCHER_EXIT_REPORT. */
+bool run_tree_quiet_logs(const struct run_opts *ro, bool has_log)
+{
+    return (ro->observe || ro->exit_line) && ro->report == NULL && !has_log &&
+           ro->log_dir == NULL;
+}
+
+/* Renders the logs of root's tree that match pattern (a glob) to out in
+ * format (NULL: the report's format by out's name; out NULL: stderr);
+ * returns 0 or LAUNCHER_EXIT_REPORT. */
 static int render_tree(const char *pattern, pid_t root, const struct run_opts *ro,
-                       const char *where, const char *out)
+                       const char *where, const char *out, const char *format)
 {
     bool shared = ro->log_dir != NULL;
     glob_t g;
@@ -196,7 +203,7 @@ static int render_tree(const char *pattern, pid_t root, const struct run_opts *r
     int rc = n <= 0 ? REPORT_FAILED
                     : report_render_many((const char *const *)mine, n,
                                          out ? out : "/dev/stderr",
-                                         out ? report_format_for(out) : "verdict", ro->topo);
+                                         format ? format : report_format_for(out), ro->topo);
     free(mine);
     globfree(&g);
     if (rc != 0) {
@@ -224,12 +231,30 @@ int run_tree_report(const struct run_env *o, const struct run_opts *ro,
         if (glob(glob_pat, 0, NULL, &g) != 0)
             return 0;
         globfree(&g);
-        return render_tree(glob_pat, pid, ro, where, NULL) == 0 ? 0 : LAUNCHER_EXIT_REPORT;
+        return render_tree(glob_pat, pid, ro, where, NULL, "verdict") == 0 ? 0
+                                                                           : LAUNCHER_EXIT_REPORT;
     }
     if (!outfile_expand_for(ro->report, (long)pid, out, sizeof out)) {
         launcher_error("--report %s: name too long", ro->report);
         return LAUNCHER_EXIT_REPORT;
     }
-    return render_tree(glob_pat, pid, ro, where, out);
+    return render_tree(glob_pat, pid, ro, where, out, NULL);
+}
+
+int run_tree_exit_line(const struct run_env *o, const struct run_opts *ro,
+                       const struct run_dir *d, pid_t pid)
+{
+    char glob_pat[PATH_MAX + 64];
+    const char *where = d->path[0] ? d->path : run_env_get(o, "P2PSHIM_RUN_LOG");
+    if (d->path[0])
+        snprintf(glob_pat, sizeof glob_pat, "%s/*.jsonl", d->path);
+    else if (!glob_of(run_env_get(o, "P2PSHIM_RUN_LOG"), glob_pat, sizeof glob_pat))
+        return LAUNCHER_EXIT_REPORT;
+    glob_t g;
+    if (glob(glob_pat, 0, NULL, &g) != 0)
+        return 0;
+    globfree(&g);
+    return render_tree(glob_pat, pid, ro, where, NULL, "exit-line") == 0 ? 0
+                                                                         : LAUNCHER_EXIT_REPORT;
 }
 

@@ -13,7 +13,15 @@
 struct run_opts {
     const char *report, *log_dir, *topo;
     bool observe;
+    /* Upgrade mode (the default): one line at exit on what the shim
+     * upgraded and the time saved (run_tree_exit_line). */
+    bool exit_line;
 };
+
+/* Whether the run's logs go to a temporary folder, removed after the
+ * exit output: --observe's verdict or upgrade mode's exit line, with no
+ * --log, --log-dir or --report to keep them. */
+bool run_tree_quiet_logs(const struct run_opts *ro, bool has_log);
 
 /* The run folder: where the logs of the tree go. */
 struct run_dir {
@@ -36,5 +44,12 @@ void run_tree_remove_dir(const char *dir);
  * stderr. Returns 0 or LAUNCHER_EXIT_REPORT. */
 int run_tree_report(const struct run_env *o, const struct run_opts *ro,
                     const struct run_dir *d, pid_t pid);
+
+/* Upgrade mode's exit line on stderr, from the same logs: quiet when no
+ * process wrote one (a program without CUDA). Returns 0, or
+ * LAUNCHER_EXIT_REPORT after a message when the logs could not be read
+ * (run_with leaves the program's status alone then). */
+int run_tree_exit_line(const struct run_env *o, const struct run_opts *ro,
+                       const struct run_dir *d, pid_t pid);
 
 #endif
