@@ -26,7 +26,7 @@ fails = []
 # The reasons of the class "upgrade" (the shim put the copy on the peer
 # link), from the log's vocabulary itself.
 VOCAB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "interpose",
-                     "core", "log_vocab.def")
+                     "include", "log_vocab.def")
 UPGRADE = set(re.findall(r'X\(\w+, "([a-z-]+)", UPGRADE\)', open(VOCAB).read()))
 
 
