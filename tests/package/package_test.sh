@@ -260,6 +260,35 @@ EOF
     [ "$fail" -eq 0 ] || cat "$dir/got"
 }
 
+# ---- what an install holds: the product only ----
+# case_install: `cmake --install` of this build (every component) into a
+# fresh prefix holds the launcher, the library and their documentation: no
+# demo or benchmark program (PT_BENCH_PROGRAMS, the names tools/bench
+# builds), no other program or library, and no JSON data but the report's
+# schema (the contract of `p2pshim report --format json`, docs/).
+case_install() {
+    "$PT_CMAKE" --install "$PT_BUILD" --prefix "$dir/prefix" >"$dir/install.log" 2>&1 ||
+        { bad "cmake --install"; cat "$dir/install.log"; return; }
+    (cd "$dir/prefix" && find . ! -type d | sed 's|^\./||' | sort) >"$dir/files"
+    for f in bin/p2pshim "$PT_LIBDIR/libp2pshim.so" share/man/man1/p2pshim.1 \
+        share/doc/p2pshim/README.md share/bash-completion/completions/p2pshim; do
+        grep -qxF "$f" "$dir/files" || bad "install: no $f"
+    done
+    for prog in $PT_BENCH_PROGRAMS; do
+        hit=$(grep -E "(^|/)$prog(_static|_shared)?$" "$dir/files")
+        [ -z "$hit" ] || bad "install: a benchmark or demo program: $hit"
+    done
+    others=$(grep -E "^(bin|$PT_LIBDIR)/" "$dir/files" |
+        grep -vxE "bin/p2pshim|$PT_LIBDIR/libp2pshim.so")
+    [ -z "$others" ] || bad "install: other programs or libraries: $others"
+    json=$(grep -E '\.(json|jsonl)(\.gz)?$' "$dir/files" |
+        grep -vxF share/doc/p2pshim/report-schema.json)
+    [ -z "$json" ] || bad "install: JSON data: $json"
+    echo "install: $(wc -l <"$dir/files") files, $(du -sk "$dir/prefix" | cut -f1) KiB"
+    [ "$fail" -eq 0 ] || cat "$dir/files"
+}
+# ---- end of what an install holds ----
+
 case_$1
 [ "$fail" -eq 0 ] && echo "package $1: passed"
 exit "$fail"
