@@ -552,7 +552,7 @@ case_job_ranks() {
 }
 
 case_job_srun() {
-    # README's srun recipe: no launcher around the tasks, the library from
+    # the srun recipe of docs/JOBS.md: no launcher around the tasks, the library from
     # --print-library given through srun's --export. Three tasks see the two
     # GPUs in different orders (CUDA_VISIBLE_DEVICES), each copying 3 MiB
     # from its device 0 to its device 1: the JSON report merges them by GPU
