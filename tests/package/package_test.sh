@@ -287,6 +287,28 @@ case_install() {
     echo "install: $(wc -l <"$dir/files") files, $(du -sk "$dir/prefix" | cut -f1) KiB"
     [ "$fail" -eq 0 ] || cat "$dir/files"
 }
+
+# case_setup_list: the packages tools/dev/setup.sh installs (--list: name,
+# set, why) are the rows of docs/INSTALL.md's table, in order and word for
+# word, and the README names every package of the tests' set.
+case_setup_list() {
+    sh "$PT_SRC/tools/dev/setup.sh" --list >"$dir/list" 2>&1 ||
+        { bad "setup.sh --list failed"; cat "$dir/list"; return; }
+    [ -s "$dir/list" ] || { bad "setup.sh --list printed nothing"; return; }
+    awk -F'|' '
+        /^## / { in_table = ($0 == "## The packages a fresh machine needs"); next }
+        in_table && /^\| `/ {
+            for (i = 2; i <= 4; i++) { gsub(/^ +| +$|`/, "", $i) }
+            print $2 "\t" $3 "\t" $4
+        }' "$PT_SRC/docs/INSTALL.md" >"$dir/doc"
+    diff -u "$dir/doc" "$dir/list" >"$dir/diff" ||
+        { bad "docs/INSTALL.md's table (-) and setup.sh --list (+) differ:"; cat "$dir/diff"; }
+    awk -F'\t' '$2 == "tests" { print $1 }' "$dir/list" | while read -r pkg; do
+        grep -qw -- "$pkg" "$PT_SRC/README.md" || echo "$pkg"
+    done >"$dir/unnamed"
+    [ -s "$dir/unnamed" ] && bad "the README does not name: $(cat "$dir/unnamed")"
+    echo "setup_list: $(wc -l <"$dir/list") packages"
+}
 # ---- end of what an install holds ----
 
 case_$1
