@@ -309,6 +309,32 @@ case_setup_list() {
     [ -s "$dir/unnamed" ] && bad "the README does not name: $(cat "$dir/unnamed")"
     echo "setup_list: $(wc -l <"$dir/list") packages"
 }
+
+# case_man_env: the built man page, as `man -l` shows it, has an ENVIRONMENT
+# section with a tagged entry for every P2PSHIM_* variable of the shim's
+# table (interpose/core/config_table.h) and of the launcher's
+# (P2PSHIM_TOOL_VARS, interpose/core/config.h), read here from the sources;
+# and nowhere does the page point at a source file (.c, .h, .def).
+case_man_env() {
+    command -v man >/dev/null 2>&1 || skip "man not found"
+    [ -s "$PT_MAN" ] || { bad "no man page at $PT_MAN"; return; }
+    sed -n 's/^ *ROW(X, \(P2PSHIM_[A-Z0-9_]*\),.*/\1/p' \
+        "$PT_SRC/interpose/core/config_table.h" >"$dir/names"
+    sed -n '/^#define P2PSHIM_TOOL_VARS/,/^$/s/^ *X(\(P2PSHIM_[A-Z0-9_]*\),.*/\1/p' \
+        "$PT_SRC/interpose/core/config.h" >>"$dir/names"
+    [ "$(wc -l <"$dir/names")" -ge 10 ] ||
+        { bad "read only $(wc -l <"$dir/names") variables from the sources"; return; }
+    MANWIDTH=100 MANPAGER=cat PAGER=cat man -l "$PT_MAN" 2>"$dir/man.err" |
+        col -b >"$dir/page" || { bad "man -l failed: $(cat "$dir/man.err")"; return; }
+    sed -n '/^ENVIRONMENT$/,/^[A-Z][A-Z ]*$/p' "$dir/page" | sed '1d;$d' >"$dir/env"
+    [ -s "$dir/env" ] || { bad "man: no ENVIRONMENT section"; head -n 20 "$dir/page"; return; }
+    while read -r name; do
+        grep -qxE " +$name" "$dir/env" || bad "man: ENVIRONMENT has no entry for $name"
+    done <"$dir/names"
+    src=$(grep -noE '[A-Za-z0-9_./-]+\.(c|h|def)\b' "$dir/page")
+    [ -z "$src" ] || bad "man: the page points at source files: $src"
+    echo "man_env: $(wc -l <"$dir/names") variables in ENVIRONMENT"
+}
 # ---- end of what an install holds ----
 
 case_$1
