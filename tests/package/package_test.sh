@@ -335,6 +335,80 @@ case_man_env() {
     [ -z "$src" ] || bad "man: the page points at source files: $src"
     echo "man_env: $(wc -l <"$dir/names") variables in ENVIRONMENT"
 }
+
+# case_completion_table: the bash completion takes its words from the
+# launcher's option table (`p2pshim --completion-table`), not from --help:
+# completed through a launcher whose --help prints nothing and fails, it
+# still offers every option of every command in the table; the launcher's
+# parser takes each of them; every closed set of values is taken (each
+# --mode runs, each --format renders a real run log, each --set name is a
+# variable of config_table.h) and a word outside it is refused; and the
+# hidden option shows neither in --help nor in what TAB offers.
+case_completion_table() {
+    command -v bash >/dev/null 2>&1 || skip "bash not found"
+    L=$PT_LAUNCHER
+    "$L" --completion-table >"$dir/table" || { bad "--completion-table failed"; return; }
+    grep -q "^commands	" "$dir/table" || { bad "no commands line"; cat "$dir/table"; return; }
+    printf '#!/bin/sh\nfor a; do [ "$a" = --help ] && exit 1; done\nexec "%s" "$@"\n' "$L" \
+        >"$dir/nohelp"
+    chmod +x "$dir/nohelp"
+    cat >"$dir/c.sh" <<'EOF2'
+. "$PT_SRC/tools/launcher/completion/p2pshim.bash"
+complete_words() { COMP_WORDS=("$EXE" "$@"); COMP_CWORD=$#; _p2pshim
+    printf '%s\n' "${COMPREPLY[@]}"; }
+complete_words "$@"
+EOF2
+    offered() { EXE=$dir/nohelp PT_SRC=$PT_SRC bash "$dir/c.sh" "$@"; }
+    offered '' >"$dir/cmds"
+    for c in $(sed -n 's/^commands	//p' "$dir/table"); do
+        grep -qx "$c" "$dir/cmds" || bad "command $c not offered: $(tr '\n' ' ' <"$dir/cmds")"
+    done
+    grep -v "^commands	" "$dir/table" | while IFS="$(printf '\t')" read -r cmd long shrt value choices; do
+        if [ "$cmd" = p2pshim ]; then words="--"; else words="$cmd --"; fi
+        # shellcheck disable=SC2086 # the words of a command line
+        offered $words | grep -qx -- "$long" || echo "FAIL: $cmd $long not offered"
+        # A value: the first of the option's choices, else a file name.
+        arg=""; [ "$value" = VALUE ] && arg=${choices%% *} && arg=${arg:-x}
+        if [ "$cmd" = p2pshim ]; then
+            [ "$long" = --help ] || [ "$long" = --version ] || continue
+            "$L" $long >/dev/null 2>&1 || echo "FAIL: the launcher refuses $long"
+        else
+            # shellcheck disable=SC2086 # an option and its value, or none
+            "$L" "$cmd" $long $arg --help >/dev/null 2>&1 ||
+                echo "FAIL: the launcher refuses $cmd $long"
+        fi
+    done >"$dir/opt_fails"
+    [ -s "$dir/opt_fails" ] && { fail=1; cat "$dir/opt_fails"; }
+
+    # The closed sets, from the table, against what the launcher takes.
+    choices() { awk -F'\t' -v c="$1" -v o="$2" '$1 == c && $2 == o { print $5 }' "$dir/table"; }
+    [ -n "$(choices run --mode)" ] || bad "run --mode has no choices"
+    for m in $(choices run --mode) bogus; do
+        env LD_LIBRARY_PATH="$PT_STANDIN" "$L" run --mode "$m" -- true >/dev/null 2>&1
+        rc=$?
+        case $m in bogus) [ $rc -eq 2 ] || bad "run --mode bogus exited $rc, not 2" ;;
+        *) [ $rc -eq 0 ] || bad "run --mode $m exited $rc" ;; esac
+    done
+    env LD_LIBRARY_PATH="$PT_STANDIN" "$L" run --log "$dir/run.jsonl" -- "$PT_DEMO" 4 1 \
+        >/dev/null 2>&1 || { bad "run --log with p2pdemo failed"; return; }
+    [ -n "$(choices report --format)" ] || bad "report --format has no choices"
+    for f in $(choices report --format) bogus; do
+        "$L" report --format "$f" -o "$dir/out.$f" "$dir/run.jsonl" >/dev/null 2>&1
+        rc=$?
+        case $f in bogus) [ $rc -eq 2 ] || bad "report --format bogus exited $rc, not 2" ;;
+        *) [ $rc -eq 0 ] && [ -s "$dir/out.$f" ] || bad "report --format $f exited $rc" ;; esac
+    done
+    for v in $(choices run --set); do
+        grep -q "ROW(X, P2PSHIM_${v%=}," "$PT_SRC/interpose/core/config_table.h" ||
+            bad "run --set offers $v, no variable of config_table.h"
+    done
+    [ "$(offered run --set MO)" = MODE= ] || bad "run --set MO: $(offered run --set MO)"
+    [ "$(offered run --mode o | tr '\n' ' ')" = "observe off " ] ||
+        bad "run --mode o: $(offered run --mode o)"
+    "$L" --help | grep -q completion-table && bad "--help names --completion-table"
+    offered -- | grep -q completion-table && bad "TAB offers --completion-table"
+    [ "$fail" -eq 0 ] || cat "$dir/table"
+}
 # ---- end of what an install holds ----
 
 case_$1

@@ -7,7 +7,58 @@
 #include <string.h>
 
 #include "cli.h"
+#include "config.h"
 #include "launcher.h"
+
+const char *const cli_commands[] = {"run", "topo", "report", "trust", "help", NULL};
+
+static bool table_mode;
+
+void cli_table_mode(void)
+{
+    table_mode = true;
+}
+
+/* The values of run --set: each variable's name without its prefix, and
+ * "=" (run_env_assign adds the prefix back). */
+static void print_set_choices(void)
+{
+    const char *sep = "";
+#define SET_CHOICE(name, help) printf("%s%s=", sep, #name + 8), sep = " ";
+    P2PSHIM_CONFIG_VARS(SET_CHOICE)
+#undef SET_CHOICE
+}
+
+/* The closed value sets: run's modes (the shim's own names) and the
+ * report's formats (report.h; package.completion checks that the
+ * launcher takes each). */
+static void print_choices(const char *cmd, const char *name)
+{
+    if (strcmp(cmd, "run") == 0 && strcmp(name, "mode") == 0) {
+        for (int i = 0; i < P2PSHIM_MODE_COUNT; i++)
+            printf("%s%s", i ? " " : "", p2pshim_mode_names[i]);
+    } else if (strcmp(cmd, "run") == 0 && strcmp(name, "set") == 0) {
+        print_set_choices();
+    } else if (strcmp(cmd, "report") == 0 && strcmp(name, "format") == 0) {
+        fputs("text json csv trace html", stdout);
+    }
+}
+
+/* Table mode: the options of cmd, as cli_table_mode says. */
+static void print_table(const char *cmd, const struct cli_option *opts)
+{
+    const char *c = cmd ? cmd : "p2pshim";
+    for (const struct cli_option *o = opts; o->name; o++) {
+        if (o->id >= CLI_HIDDEN)
+            continue;
+        char shrt[3] = {'-', o->shrt, 0};
+        printf("%s\t--%s\t%s\t%s\t", c, o->name, o->shrt ? shrt : "-",
+               o->value ? "VALUE" : "-");
+        print_choices(c, o->name);
+        putchar('\n');
+    }
+    printf("%s\t--help\t-h\t-\t\n", c);
+}
 
 void launcher_error(const char *fmt, ...)
 {
@@ -114,6 +165,10 @@ int cli_parse(const char *cmd, int argc, char **argv, const struct cli_option *o
     if (!build_tables(opts, in_order, shorts, sizeof shorts, lo)) {
         launcher_error("%s: too many options for the parser", cmd ? cmd : "p2pshim");
         return LAUNCHER_EXIT_FAILURE;
+    }
+    if (table_mode) {
+        print_table(cmd, opts);
+        return CLI_TABLE;
     }
     opterr = 0; /* getopt's own messages differ from ours */
     optind = 0; /* a full reset: the parser may run twice (p2pshim help CMD) */

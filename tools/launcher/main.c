@@ -58,12 +58,14 @@ static int dispatch(int argc, char **argv)
     return LAUNCHER_EXIT_USAGE;
 }
 
-enum { OPT_VERSION, OPT_PRINT_LIBRARY };
+enum { OPT_VERSION, OPT_PRINT_LIBRARY, OPT_COMPLETION_TABLE = CLI_HIDDEN };
 
-/* The launcher's own options, before the command. */
+/* The launcher's own options, before the command. --completion-table is
+ * for the bash completion (completion/p2pshim.bash), not for users. */
 static const struct cli_option main_options[] = {
     {"version", 'V', false, OPT_VERSION},
     {"print-library", 0, false, OPT_PRINT_LIBRARY},
+    {"completion-table", 0, false, OPT_COMPLETION_TABLE},
     {NULL, 0, false, 0},
 };
 
@@ -74,6 +76,31 @@ static int main_option(void *ctx, int id, const char *value)
     (void)value;
     *(int *)ctx = id;
     return CLI_STOP;
+}
+
+/* p2pshim --completion-table: the commands, then the options of the
+ * launcher and of each command, from the tables their parsers use (the
+ * format is cli_table_mode's):
+ *   commands<TAB>run topo report trust help */
+static int completion_table(void)
+{
+    fputs("commands\t", stdout);
+    for (int i = 0; cli_commands[i]; i++)
+        printf("%s%s", i ? " " : "", cli_commands[i]);
+    putchar('\n');
+    cli_table_mode();
+    char *none[] = {NULL};
+    int first;
+    cli_parse(NULL, 0, none, main_options, true, main_option, NULL, &first);
+    for (int i = 0; cli_commands[i]; i++) {
+        if (strcmp(cli_commands[i], "help") == 0)
+            continue; /* it takes a command's name, no option */
+        char name[16];
+        snprintf(name, sizeof name, "%s", cli_commands[i]);
+        char *sub_argv[] = {name, NULL};
+        dispatch(1, sub_argv);
+    }
+    return fflush(stdout) == 0 ? 0 : LAUNCHER_EXIT_FAILURE;
 }
 
 /* p2pshim help [COMMAND]: the command's --help. */
@@ -104,6 +131,8 @@ int main(int argc, char **argv)
         printf("p2pshim %s\n", P2PSHIM_VERSION);
         return 0;
     }
+    if (which == OPT_COMPLETION_TABLE)
+        return first < argc ? LAUNCHER_EXIT_USAGE : completion_table();
     if (which == OPT_PRINT_LIBRARY) {
         if (first < argc) {
             launcher_error("--print-library takes no argument");
