@@ -1,10 +1,13 @@
 #!/bin/sh
-# readme_commands.sh README BUILD DEMO STANDIN CMAKE CI_RUN
-# The shell blocks of the README run as a user would type them, against an
-# install of BUILD (cmake --install into a fresh prefix whose bin/ is first
-# on PATH) and the stand-in driver (STANDIN: the folder of its libcuda.so.1),
-# in one fresh folder, in order. `./your_program` there is DEMO (p2pdemo, a
-# CUDA program that checks its bytes), with small copies.
+# readme_commands.sh README SRC DEMO STANDIN CMAKE CI_RUN
+# The shell blocks of the README run as a user would type them, in order,
+# in one fresh folder: the build block builds SRC (the source tree) and
+# installs it, the blocks after it run that install on the stand-in driver
+# (STANDIN: the folder of its libcuda.so.1). Two words are rewritten, so
+# that nothing is written outside that folder: `-S .` names SRC, and
+# /opt/p2pshim is the folder's opt/p2pshim, whose bin/ is first on PATH.
+# `./your_program` there is DEMO (p2pdemo, a CUDA program that checks its
+# bytes), with small copies; CMAKE's folder is first on PATH.
 #
 # Every fenced block of the README is marked on the line before it:
 #   <!-- ci: run -->         run here; fails on a non-zero exit, on a
@@ -15,7 +18,7 @@
 #                            below, each with the reason and what covers it
 # An unmarked block, or a skip this script does not know, fails the test.
 set -u
-readme=$1 build=$2 demo=$3 standin=$4 cmake=$5 ci_run=$6
+readme=$1 src=$2 demo=$3 standin=$4 cmake=$5 ci_run=$6
 dir=$(mktemp -d "${TMPDIR:-/tmp}/readme-cmds.XXXXXX") || exit 1
 trap 'rm -rf "$dir"' EXIT
 fail=0
@@ -24,13 +27,11 @@ bad() { echo "FAIL: $*"; fail=1; }
 # skip_reason NAME: why block NAME is not run, or nothing for an unknown one.
 skip_reason() {
     case $1 in
-    demo) echo "reconfigures and rebuilds build/ in the source tree and needs" \
-        "the network for setup.sh; demo.standin.noshim and demo.standin.shim run" \
-        "its p2pdemo without and with the shim" ;;
+    demo) echo "it builds into build/ of the source tree, which may be a" \
+        "developer's own; demo.standin.noshim and demo.standin.shim run its" \
+        "p2pdemo without and with the shim" ;;
     test-command) echo "it is CI itself (.ci/run), which runs this ctest;" \
         "checked here: .ci/run runs this exact line" ;;
-    build) echo "a second full build; package.configure configures and builds" \
-        "with BUILD_TESTING=OFF, package.install checks what an install holds" ;;
     jobs) echo "needs torchrun and mpirun; launcher.job-tree and" \
         "launcher.job-ranks run the same recipes with stand-in launchers" ;;
     esac
@@ -57,10 +58,8 @@ awk -v dir="$dir" '
 count=$(cat "$dir/count")
 [ "$count" -gt 0 ] || { echo "FAIL: no fenced block in $readme"; exit 1; }
 
-# The install and the folder the blocks run in.
+# The folder the blocks run in.
 prefix=$dir/opt/p2pshim
-"$cmake" --install "$build" --prefix "$prefix" >"$dir/install.log" 2>&1 ||
-    { cat "$dir/install.log"; echo "FAIL: cmake --install"; exit 1; }
 mkdir -p "$dir/work" "$dir/home"
 printf '#!/bin/sh\nexec "%s" 4 3 "$@"\n' "$demo" >"$dir/work/your_program"
 chmod +x "$dir/work/your_program"
@@ -72,10 +71,12 @@ while [ "$i" -le "$count" ]; do
     case $mark in
     run)
         out=$dir/out.$i
+        sed -e "s|-S \\. |-S $src |g" -e "s|/opt/p2pshim|$prefix|g" "$dir/block.$i" \
+            >"$dir/run.$i"
         (cd "$dir/work" &&
-            env PATH="$prefix/bin:$PATH" HOME="$dir/home" XDG_CACHE_HOME="$dir/home/.cache" \
-                LD_LIBRARY_PATH="$standin" bash -eu -o pipefail "$dir/block.$i") \
-            >"$out" 2>&1
+            env PATH="$prefix/bin:$(dirname "$cmake"):$PATH" HOME="$dir/home" \
+                XDG_CACHE_HOME="$dir/home/.cache" LD_LIBRARY_PATH="$standin" \
+                bash -eu -o pipefail "$dir/run.$i") >"$out" 2>&1
         rc=$?
         [ "$rc" -eq 0 ] || bad "block $i ($first) exited $rc"
         runs=$(grep -cE '(^|[ =])\./your_program( |$)' "$dir/block.$i")
