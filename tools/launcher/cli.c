@@ -7,41 +7,18 @@
 #include <string.h>
 
 #include "cli.h"
-#include "config.h"
 #include "launcher.h"
 
 const char *const cli_commands[] = {"run", "topo", "report", "trust", "help", NULL};
 
+/* Table mode: on, with the printer of choices, once cli_table_mode ran. */
 static bool table_mode;
+static cli_choices_fn table_choices;
 
-void cli_table_mode(void)
+void cli_table_mode(cli_choices_fn choices)
 {
     table_mode = true;
-}
-
-/* The values of run --set: each variable's name without its prefix, and
- * "=" (run_env_assign adds the prefix back). */
-static void print_set_choices(void)
-{
-    const char *sep = "";
-#define SET_CHOICE(name, help) printf("%s%s=", sep, #name + 8), sep = " ";
-    P2PSHIM_CONFIG_VARS(SET_CHOICE)
-#undef SET_CHOICE
-}
-
-/* The closed value sets: run's modes (the shim's own names) and the
- * report's formats (report.h; package.completion checks that the
- * launcher takes each). */
-static void print_choices(const char *cmd, const char *name)
-{
-    if (strcmp(cmd, "run") == 0 && strcmp(name, "mode") == 0) {
-        for (int i = 0; i < P2PSHIM_MODE_COUNT; i++)
-            printf("%s%s", i ? " " : "", p2pshim_mode_names[i]);
-    } else if (strcmp(cmd, "run") == 0 && strcmp(name, "set") == 0) {
-        print_set_choices();
-    } else if (strcmp(cmd, "report") == 0 && strcmp(name, "format") == 0) {
-        fputs("text json csv trace html", stdout);
-    }
+    table_choices = choices;
 }
 
 /* Table mode: the options of cmd, as cli_table_mode says. */
@@ -54,7 +31,8 @@ static void print_table(const char *cmd, const struct cli_option *opts)
         char shrt[3] = {'-', o->shrt, 0};
         printf("%s\t--%s\t%s\t%s\t", c, o->name, o->shrt ? shrt : "-",
                o->value ? "VALUE" : "-");
-        print_choices(c, o->name);
+        if (o->value && table_choices)
+            table_choices(c, o->name);
         putchar('\n');
     }
     printf("%s\t--help\t-h\t-\t\n", c);

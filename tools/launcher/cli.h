@@ -47,9 +47,11 @@ typedef int (*cli_option_fn)(void *ctx, int id, const char *value);
  *   COMMAND<TAB>--NAME<TAB>-C or -<TAB>VALUE or -<TAB>CHOICES
  * COMMAND is "p2pshim" for the launcher's own options; VALUE marks an
  * option that takes one; CHOICES, where the values are a closed set, are
- * the words a value may be, separated by spaces (else empty). --help and
- * -h are every command's. */
-void cli_table_mode(void);
+ * the words a value may be, separated by spaces, as choices (given the
+ * command and the option's name without "--") prints them on stdout; NULL
+ * or no words: none. --help and -h are every command's. */
+typedef void (*cli_choices_fn)(const char *cmd, const char *name);
+void cli_table_mode(cli_choices_fn choices);
 
 /* The commands a command line may name after the launcher's own options,
  * in the order of the top-level help; ends with NULL. */

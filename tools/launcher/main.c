@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "config.h"
 #include "launcher.h"
 #include "report.h"
 #include "trust_cmd.h"
@@ -78,6 +79,32 @@ static int main_option(void *ctx, int id, const char *value)
     return CLI_STOP;
 }
 
+/* The values of run --set: each variable's name without its "P2PSHIM_"
+ * (which run_env_assign adds back), and "=". */
+static void print_set_choices(void)
+{
+    const char *sep = "";
+#define SET_CHOICE(name, help) printf("%s%s=", sep, #name + strlen("P2PSHIM_")), sep = " ";
+    P2PSHIM_CONFIG_VARS(SET_CHOICE)
+#undef SET_CHOICE
+}
+
+/* The closed value sets of the options (cli_choices_fn): run's modes (the
+ * shim's own names), run --set's names (the shim's table of variables) and
+ * the report's formats (report.h; package.completion_table checks that the
+ * report takes each). */
+static void print_choices(const char *cmd, const char *name)
+{
+    if (strcmp(cmd, "run") == 0 && strcmp(name, "mode") == 0) {
+        for (int i = 0; i < P2PSHIM_MODE_COUNT; i++)
+            printf("%s%s", i ? " " : "", p2pshim_mode_names[i]);
+    } else if (strcmp(cmd, "run") == 0 && strcmp(name, "set") == 0) {
+        print_set_choices();
+    } else if (strcmp(cmd, "report") == 0 && strcmp(name, "format") == 0) {
+        fputs("text json csv trace html", stdout);
+    }
+}
+
 /* p2pshim --completion-table: the commands, then the options of the
  * launcher and of each command, from the tables their parsers use (the
  * format is cli_table_mode's):
@@ -88,7 +115,7 @@ static int completion_table(void)
     for (int i = 0; cli_commands[i]; i++)
         printf("%s%s", i ? " " : "", cli_commands[i]);
     putchar('\n');
-    cli_table_mode();
+    cli_table_mode(print_choices);
     char *none[] = {NULL};
     int first;
     cli_parse(NULL, 0, none, main_options, true, main_option, NULL, &first);
