@@ -16,7 +16,8 @@
 #                            that is missing or empty afterwards
 #   <!-- ci: skip NAME -->   not run here; NAME must be one of the skips
 #                            below, each with the reason and what covers it
-# An unmarked block, or a skip this script does not know, fails the test.
+# An unmarked block, or a skip this script does not know, fails the test,
+# and so does a page of docs/ that the README's index does not link.
 set -u
 readme=$1 src=$2 demo=$3 standin=$4 cmake=$5 ci_run=$6
 dir=$(mktemp -d "${TMPDIR:-/tmp}/readme-cmds.XXXXXX") || exit 1
@@ -107,5 +108,10 @@ while [ "$i" -le "$count" ]; do
     i=$((i + 1))
 done
 [ "$ran" -gt 0 ] || bad "no block marked to run"
+
+# The README's index of docs/ names every page there.
+for page in "$src"/docs/*.md; do
+    grep -qF "(docs/${page##*/})" "$readme" || bad "the README's index lacks docs/${page##*/}"
+done
 echo "readme_commands: $ran blocks ran, $skipped skipped, of $count"
 exit "$fail"
