@@ -4,18 +4,9 @@
 # build and the demo need (tools/bench/demo/demo.sh); with --tests also
 # what the tests need (tools/dev/test.sh). --list prints every package it
 # may install, the set it belongs to and why, and installs nothing.
-#   build:  cmake, make, gcc          the build
-#           uthash-dev                the shim's hash tables (a header)
-#           libjansson-dev            the report reads and writes JSON
-#           zlib1g-dev                the report reads gzip-compressed logs
-#   tests:  chromium                  the HTML report in a headless browser
-#           dpkg-dev                  the .deb's dependencies (cpack)
-#           rpm                       the .rpm, built, listed and installed
-#           python3-venv              the pip package, in a fresh venv
-#           python3-jsonschema        the JSON report against its schema
-#           groff-base                the man page, rendered and checked
-#           valgrind                  the cold-copy line budget (cache simulator)
-#           clang, libclang-rt-dev    the fuzz targets (libFuzzer's runtime)
+# Each package is named below with why it is needed, in the one list that
+# both installs and --list read (docs/INSTALL.md's table shows the same;
+# package.setup_list checks it).
 # Idempotent; runs as root or through sudo. The CUDA toolkit is not
 # installed here: its cuda.h is checked for, and named when missing. On
 # the GPU machine, which reaches no package registry, the build uses the
