@@ -1,25 +1,37 @@
 # What `cmake --install` and cpack put where, in GNUInstallDirs' folders.
 # Components: "runtime" (bin/p2pshim and the library, installed by their own
 # folders; all the Python wheel takes) and "doc" (README, LICENSE, docs/,
-# the man page, bash completion). Programs beside them (p2pdemo, the
-# benchmarks) are in neither and stay out of the packages.
+# the man page, bash completion). Nothing else is installed: not p2pdemo,
+# not the benchmarks (tools/bench), not measured data (docs/examples holds
+# an H200 run's log and bandwidth table, for readers of the repository).
 install(FILES README.md LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT doc)
-install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT doc)
+install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT doc
+        PATTERN examples EXCLUDE)
 install(FILES tools/launcher/completion/p2pshim.bash RENAME p2pshim COMPONENT doc
         DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/bash-completion/completions)
 
 # The man page, made from docs/LAUNCHER.md by tools/dev/md2man.py (Python's
-# standard library only). Without Python the build goes on without it.
+# standard library only), with an ENVIRONMENT section that the build prints
+# from the shim's table of variables (p2pshim_man_env, tools/launcher/man_env.c):
+# the page lists every variable the shim reads and cannot drift from it.
+# Without Python the build goes on without it.
 find_package(Python3 COMPONENTS Interpreter)
 if(Python3_Interpreter_FOUND)
   set(P2PSHIM_MAN_PAGE ${PROJECT_BINARY_DIR}/man/p2pshim.1)
+  set(P2PSHIM_MAN_ENV ${PROJECT_BINARY_DIR}/man/environment.md)
   file(MAKE_DIRECTORY ${PROJECT_BINARY_DIR}/man)
+  add_custom_command(
+    OUTPUT ${P2PSHIM_MAN_ENV}
+    COMMAND p2pshim_man_env > ${P2PSHIM_MAN_ENV}
+    DEPENDS p2pshim_man_env
+    COMMENT "Printing the man page's ENVIRONMENT section from the table of variables")
   add_custom_command(
     OUTPUT ${P2PSHIM_MAN_PAGE}
     COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/dev/md2man.py
-            --version ${PROJECT_VERSION} ${PROJECT_SOURCE_DIR}/docs/LAUNCHER.md
-            -o ${P2PSHIM_MAN_PAGE}
+            --version ${PROJECT_VERSION} --environment ${P2PSHIM_MAN_ENV}
+            ${PROJECT_SOURCE_DIR}/docs/LAUNCHER.md -o ${P2PSHIM_MAN_PAGE}
     DEPENDS ${PROJECT_SOURCE_DIR}/tools/dev/md2man.py ${PROJECT_SOURCE_DIR}/docs/LAUNCHER.md
+            ${P2PSHIM_MAN_ENV}
     COMMENT "Generating the man page p2pshim.1 from docs/LAUNCHER.md")
   add_custom_target(p2pshim_man ALL DEPENDS ${P2PSHIM_MAN_PAGE})
   install(FILES ${P2PSHIM_MAN_PAGE} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT doc)

@@ -20,8 +20,8 @@ enum config_kind {
 };
 
 /* How a value is written: in the dump (reads back as the same value), in
- * a warning's "keeping VALUE" (plain digits), or in the README's default
- * column (the shortest exact form). */
+ * a warning's "keeping VALUE" (plain digits), or in the default column of
+ * docs/CONFIGURATION.md (the shortest exact form). */
 enum config_style { CONFIG_AS_DUMP, CONFIG_AS_KEPT, CONFIG_AS_DOC };
 
 /* A line built piece by piece; once a piece does not fit the line ends
@@ -54,7 +54,7 @@ struct config_var {
     size_t offset, size;       /* the field in struct p2pshim_config */
     long long def;             /* switch, enum, bytes, count: the default */
     const char *def_text;      /* custom: the default, as a value */
-    const char *doc;           /* README's default, where the value is not it */
+    const char *doc;           /* documented default, where the value is not it */
     const char *expect;        /* bytes, count: "not EXPECT" */
     const char *kept;          /* after a bad value, if not "keeping VALUE" */
     const char *on_bad;        /* what a bad value stands for, where not the

@@ -200,7 +200,7 @@ static bool parse_size(const struct config_var *v, struct p2pshim_config *cfg,
 }
 
 /* The dump writes a byte count with its unit and a count as digits; a
- * warning writes digits; the README the shortest. */
+ * warning writes digits; docs/CONFIGURATION.md the shortest. */
 static void print_size(const struct config_var *v, const struct p2pshim_config *cfg,
                        struct config_out *o, enum config_style style)
 {

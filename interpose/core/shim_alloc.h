@@ -3,8 +3,7 @@
  * placed in the chunk the program had just freed would change where the
  * program's next blocks land, whether its heap grows and trims, and so how
  * many pages it faults: a program the shim cannot help must keep the heap
- * it has without the shim, byte for byte (README "What the shim costs a
- * process").
+ * it has without the shim, byte for byte (docs/FOOTPRINT.md).
  *
  * Small blocks (up to SHIM_ALLOC_SMALL_MAX bytes) come from size classes
  * carved out of mappings of the shim's own; larger ones are mappings of

@@ -1,7 +1,7 @@
 /* Per-thread caches that only threads doing CUDA work need: allocated on a
  * thread's first use instead of sitting in the static TLS of every thread
  * of every process the shim is loaded into (that block is carved out of
- * each thread's stack; README "What the shim costs a process").
+ * each thread's stack; docs/FOOTPRINT.md).
  *
  * Usage: one `static struct thread_cache c = THREAD_CACHE_INIT(size);`
  * per kind of cache and a `static _Thread_local T *slot`; where the slot

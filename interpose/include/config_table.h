@@ -1,5 +1,5 @@
 /* The one table of the shim's P2PSHIM_* variables, in the order
- * config_dump writes them (and the README lists them):
+ * config_dump writes them (and docs/CONFIGURATION.md lists them):
  *   ROW(X, NAME, what it sets, (descriptor))
  * NAME and the help are everyone's, through P2PSHIM_CONFIG_VARS
  * (config.h). The descriptor is the variable's behaviour: an initializer
@@ -10,12 +10,13 @@
  *   CONFIG_COUNT(field, min, max)       K/M/G count; dumped as digits
  *   CONFIG_PATH(field)                  file name, %p and %h expanded
  *   CONFIG_CUSTOM(handler)              its own syntax (config_int.h)
- * and .def (the default), .doc (the default as the README words it, where
- * the value alone would not say it), .expect ("not EXPECT" in a warning)
- * and .kept (what a bad value leaves, where not "keeping VALUE"). A
- * variable that decides what the shim changes has .on_bad: the value a bad
- * one stands for, the choice that changes least (a typo must never change
- * more of the program than the user asked), with a .kept that says so.
+ * and .def (the default), .doc (the default as docs/CONFIGURATION.md
+ * words it, where the value alone would not say it), .expect ("not
+ * EXPECT" in a warning) and .kept (what a bad value leaves, where not
+ * "keeping VALUE"). A variable that decides what the shim changes has
+ * .on_bad: the value a bad one stands for, the choice that changes least
+ * (a typo must never change more of the program than the user asked),
+ * with a .kept that says so.
  * Only config.c expands the descriptors. */
 #ifndef P2PSHIM_CONFIG_TABLE_H
 #define P2PSHIM_CONFIG_TABLE_H

@@ -2,7 +2,7 @@
 # footprint.sh CASE PROBE [LIB]: what the shim costs a process it cannot
 # help, measured by fp_probe with the shim ($FP_WITH in LD_PRELOAD) and
 # without it, each figure printed ("footprint: ...") and checked against
-# the budget (README "What the shim costs a process").
+# the budget (docs/FOOTPRINT.md).
 set -u
 case_name=$1
 probe=$2

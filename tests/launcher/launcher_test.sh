@@ -552,11 +552,11 @@ case_job_ranks() {
 }
 
 case_job_srun() {
-    # README's srun recipe: no launcher around the tasks, the library from
-    # --print-library given through srun's --export. Three tasks see the two
-    # GPUs in different orders (CUDA_VISIBLE_DEVICES), each copying 3 MiB
-    # from its device 0 to its device 1: the JSON report merges them by GPU
-    # UUID, and follows docs/report-schema.json.
+    # the srun recipe of docs/JOBS.md: no launcher around the tasks, the
+    # library from --print-library given through srun's --export. Three tasks
+    # see the two GPUs in different orders (CUDA_VISIBLE_DEVICES), each
+    # copying 3 MiB from its device 0 to its device 1: the JSON report merges
+    # them by GPU UUID, and follows docs/report-schema.json.
     lib=$(env LD_PRELOAD="$SAN" P2PSHIM_LIBRARY="$LT_SHIM" "$L" --print-library) ||
         { bad "print-library"; return; }
     mkdir "$dir/job"

@@ -260,6 +260,157 @@ EOF
     [ "$fail" -eq 0 ] || cat "$dir/got"
 }
 
+# ---- what an install holds: the product only ----
+# case_install: `cmake --install` of this build (every component) into a
+# fresh prefix holds the launcher, the library and their documentation: no
+# demo or benchmark program (PT_BENCH_PROGRAMS, the names tools/bench
+# builds), no other program or library, and no JSON data but the report's
+# schema (the contract of `p2pshim report --format json`, docs/).
+case_install() {
+    "$PT_CMAKE" --install "$PT_BUILD" --prefix "$dir/prefix" >"$dir/install.log" 2>&1 ||
+        { bad "cmake --install"; cat "$dir/install.log"; return; }
+    (cd "$dir/prefix" && find . ! -type d | sed 's|^\./||' | sort) >"$dir/files"
+    for f in bin/p2pshim "$PT_LIBDIR/libp2pshim.so" share/man/man1/p2pshim.1 \
+        share/doc/p2pshim/README.md share/bash-completion/completions/p2pshim; do
+        grep -qxF "$f" "$dir/files" || bad "install: no $f"
+    done
+    for prog in $PT_BENCH_PROGRAMS; do
+        hit=$(grep -E "(^|/)$prog(_static|_shared)?$" "$dir/files")
+        [ -z "$hit" ] || bad "install: a benchmark or demo program: $hit"
+    done
+    others=$(grep -E "^(bin|$PT_LIBDIR)/" "$dir/files" |
+        grep -vxE "bin/p2pshim|$PT_LIBDIR/libp2pshim.so")
+    [ -z "$others" ] || bad "install: other programs or libraries: $others"
+    json=$(grep -E '\.(json|jsonl)(\.gz)?$' "$dir/files" |
+        grep -vxF share/doc/p2pshim/report-schema.json)
+    [ -z "$json" ] || bad "install: JSON data: $json"
+    echo "install: $(wc -l <"$dir/files") files, $(du -sk "$dir/prefix" | cut -f1) KiB"
+    [ "$fail" -eq 0 ] || cat "$dir/files"
+}
+
+# case_setup_list: the packages tools/dev/setup.sh installs (--list: name,
+# set, why) are the rows of docs/INSTALL.md's table, in order and word for
+# word, and the README names every package of the tests' set.
+case_setup_list() {
+    sh "$PT_SRC/tools/dev/setup.sh" --list >"$dir/list" 2>&1 ||
+        { bad "setup.sh --list failed"; cat "$dir/list"; return; }
+    [ -s "$dir/list" ] || { bad "setup.sh --list printed nothing"; return; }
+    awk -F'|' '
+        /^## / { in_table = ($0 == "## The packages a fresh machine needs"); next }
+        in_table && /^\| `/ {
+            for (i = 2; i <= 4; i++) { gsub(/^ +| +$|`/, "", $i) }
+            print $2 "\t" $3 "\t" $4
+        }' "$PT_SRC/docs/INSTALL.md" >"$dir/doc"
+    diff -u "$dir/doc" "$dir/list" >"$dir/diff" ||
+        { bad "docs/INSTALL.md's table (-) and setup.sh --list (+) differ:"; cat "$dir/diff"; }
+    awk -F'\t' '$2 == "tests" { print $1 }' "$dir/list" | while read -r pkg; do
+        grep -qw -- "$pkg" "$PT_SRC/README.md" || echo "$pkg"
+    done >"$dir/unnamed"
+    [ -s "$dir/unnamed" ] && bad "the README does not name: $(cat "$dir/unnamed")"
+    echo "setup_list: $(wc -l <"$dir/list") packages"
+}
+
+# case_man_env: the built man page, as `man -l` shows it, has an ENVIRONMENT
+# section with a tagged entry for every P2PSHIM_* variable of the shim's
+# table (interpose/core/config_table.h) and of the launcher's
+# (P2PSHIM_TOOL_VARS, interpose/core/config.h), read here from the sources;
+# and nowhere does the page point at a source file (.c, .h, .def).
+case_man_env() {
+    command -v man >/dev/null 2>&1 || skip "man not found"
+    [ -s "$PT_MAN" ] || { bad "no man page at $PT_MAN"; return; }
+    sed -n 's/^ *ROW(X, \(P2PSHIM_[A-Z0-9_]*\),.*/\1/p' \
+        "$PT_SRC/interpose/core/config_table.h" >"$dir/names"
+    sed -n '/^#define P2PSHIM_TOOL_VARS/,/^$/s/^ *X(\(P2PSHIM_[A-Z0-9_]*\),.*/\1/p' \
+        "$PT_SRC/interpose/core/config.h" >>"$dir/names"
+    [ "$(wc -l <"$dir/names")" -ge 10 ] ||
+        { bad "read only $(wc -l <"$dir/names") variables from the sources"; return; }
+    MANWIDTH=100 MANPAGER=cat PAGER=cat man -l "$PT_MAN" 2>"$dir/man.err" |
+        col -b >"$dir/page" || { bad "man -l failed: $(cat "$dir/man.err")"; return; }
+    sed -n '/^ENVIRONMENT$/,/^[A-Z][A-Z ]*$/p' "$dir/page" | sed '1d;$d' >"$dir/env"
+    [ -s "$dir/env" ] || { bad "man: no ENVIRONMENT section"; head -n 20 "$dir/page"; return; }
+    while read -r name; do
+        grep -qxE " +$name" "$dir/env" || bad "man: ENVIRONMENT has no entry for $name"
+    done <"$dir/names"
+    src=$(grep -noE '[A-Za-z0-9_./-]+\.(c|h|def)\b' "$dir/page")
+    [ -z "$src" ] || bad "man: the page points at source files: $src"
+    echo "man_env: $(wc -l <"$dir/names") variables in ENVIRONMENT"
+}
+
+# case_completion_table: the bash completion takes its words from the
+# launcher's option table (`p2pshim --completion-table`), not from --help:
+# completed through a launcher whose --help prints nothing and fails, it
+# still offers every option of every command in the table; the launcher's
+# parser takes each of them; every closed set of values is taken (each
+# --mode runs, each --format renders a real run log, each --set name is a
+# variable of config_table.h) and a word outside it is refused; and the
+# hidden option shows neither in --help nor in what TAB offers.
+case_completion_table() {
+    command -v bash >/dev/null 2>&1 || skip "bash not found"
+    L=$PT_LAUNCHER
+    "$L" --completion-table >"$dir/table" || { bad "--completion-table failed"; return; }
+    grep -q "^commands	" "$dir/table" || { bad "no commands line"; cat "$dir/table"; return; }
+    printf '#!/bin/sh\nfor a; do [ "$a" = --help ] && exit 1; done\nexec "%s" "$@"\n' "$L" \
+        >"$dir/nohelp"
+    chmod +x "$dir/nohelp"
+    cat >"$dir/c.sh" <<'EOF2'
+. "$PT_SRC/tools/launcher/completion/p2pshim.bash"
+complete_words() { COMP_WORDS=("$EXE" "$@"); COMP_CWORD=$#; _p2pshim
+    printf '%s\n' "${COMPREPLY[@]}"; }
+complete_words "$@"
+EOF2
+    offered() { EXE=$dir/nohelp PT_SRC=$PT_SRC bash "$dir/c.sh" "$@"; }
+    offered '' >"$dir/cmds"
+    for c in $(sed -n 's/^commands	//p' "$dir/table"); do
+        grep -qx "$c" "$dir/cmds" || bad "command $c not offered: $(tr '\n' ' ' <"$dir/cmds")"
+    done
+    grep -v "^commands	" "$dir/table" | while IFS="$(printf '\t')" read -r cmd long shrt value choices; do
+        if [ "$cmd" = p2pshim ]; then words="--"; else words="$cmd --"; fi
+        # shellcheck disable=SC2086 # the words of a command line
+        offered $words | grep -qx -- "$long" || echo "FAIL: $cmd $long not offered"
+        # A value: the first of the option's choices, else a file name.
+        arg=""; [ "$value" = VALUE ] && arg=${choices%% *} && arg=${arg:-x}
+        if [ "$cmd" = p2pshim ]; then
+            [ "$long" = --help ] || [ "$long" = --version ] || continue
+            "$L" $long >/dev/null 2>&1 || echo "FAIL: the launcher refuses $long"
+        else
+            # shellcheck disable=SC2086 # an option and its value, or none
+            "$L" "$cmd" $long $arg --help >/dev/null 2>&1 ||
+                echo "FAIL: the launcher refuses $cmd $long"
+        fi
+    done >"$dir/opt_fails"
+    [ -s "$dir/opt_fails" ] && { fail=1; cat "$dir/opt_fails"; }
+
+    # The closed sets, from the table, against what the launcher takes.
+    choices() { awk -F'\t' -v c="$1" -v o="$2" '$1 == c && $2 == o { print $5 }' "$dir/table"; }
+    [ -n "$(choices run --mode)" ] || bad "run --mode has no choices"
+    for m in $(choices run --mode) bogus; do
+        env LD_LIBRARY_PATH="$PT_STANDIN" "$L" run --mode "$m" -- true >/dev/null 2>&1
+        rc=$?
+        case $m in bogus) [ $rc -eq 2 ] || bad "run --mode bogus exited $rc, not 2" ;;
+        *) [ $rc -eq 0 ] || bad "run --mode $m exited $rc" ;; esac
+    done
+    env LD_LIBRARY_PATH="$PT_STANDIN" "$L" run --log "$dir/run.jsonl" -- "$PT_DEMO" 4 1 \
+        >/dev/null 2>&1 || { bad "run --log with p2pdemo failed"; return; }
+    [ -n "$(choices report --format)" ] || bad "report --format has no choices"
+    for f in $(choices report --format) bogus; do
+        "$L" report --format "$f" -o "$dir/out.$f" "$dir/run.jsonl" >/dev/null 2>&1
+        rc=$?
+        case $f in bogus) [ $rc -eq 2 ] || bad "report --format bogus exited $rc, not 2" ;;
+        *) [ $rc -eq 0 ] && [ -s "$dir/out.$f" ] || bad "report --format $f exited $rc" ;; esac
+    done
+    for v in $(choices run --set); do
+        grep -q "ROW(X, P2PSHIM_${v%=}," "$PT_SRC/interpose/core/config_table.h" ||
+            bad "run --set offers $v, no variable of config_table.h"
+    done
+    [ "$(offered run --set MO)" = MODE= ] || bad "run --set MO: $(offered run --set MO)"
+    [ "$(offered run --mode o | tr '\n' ' ')" = "observe off " ] ||
+        bad "run --mode o: $(offered run --mode o)"
+    "$L" --help | grep -q completion-table && bad "--help names --completion-table"
+    offered -- | grep -q completion-table && bad "TAB offers --completion-table"
+    [ "$fail" -eq 0 ] || cat "$dir/table"
+}
+# ---- end of what an install holds ----
+
 case_$1
 [ "$fail" -eq 0 ] && echo "package $1: passed"
 exit "$fail"

@@ -83,6 +83,15 @@ class Md2Man(unittest.TestCase):
         line = convert("# t(1) - x\n\n## A\n\n2\u00d7 faster \u2014 a\u2192b\n")[-1]
         self.assertEqual(line, "2\\(mu faster \\(em a\\(->b")
 
+    def test_environment_goes_before_examples_or_last(self):
+        env = "## Environment\n\nE\n"
+        with_examples = md2man.with_section("# t(1) - x\n\n## A\n\na\n\n## Examples\n\nx\n",
+                                            env, "Examples")
+        self.assertEqual(with_examples,
+                         "# t(1) - x\n\n## A\n\na\n\n## Environment\n\nE\n\n## Examples\n\nx\n")
+        self.assertEqual(md2man.with_section("# t(1) - x\n\n## A\n\na\n", env, "Examples"),
+                         "# t(1) - x\n\n## A\n\na\n\n## Environment\n\nE\n")
+
 
 if __name__ == "__main__":
     unittest.main()

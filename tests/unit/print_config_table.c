@@ -1,8 +1,8 @@
-/* Prints the shim's table of variables as the README's Configuration
- * table shows it: one "NAME<TAB>default" line per row, in table order,
+/* Prints the shim's table of variables as docs/CONFIGURATION.md's table
+ * shows it: one "NAME<TAB>default" line per row, in table order,
  * the default as the row documents it or else its value in backquotes,
  * written the shortest exact way ("`256K`"). readme_config.sh compares
- * these lines with the README's. */
+ * these lines with the page's. */
 #include <stdio.h>
 
 #include "config_int.h"

@@ -109,7 +109,8 @@ until_deadline() {
 # build_with WERROR DEADLINE: configure, then build what the GPU stages
 # run: the library, the launcher, the benchmarks and every gpu_* program.
 build_with() {
-    until_deadline "$2" cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DP2PSHIM_WERROR="$1" ||
+    until_deadline "$2" cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DP2PSHIM_WERROR="$1" \
+        -DP2PSHIM_BUILD_BENCHMARKS=ON ||
         return 1
     local targets
     targets="p2pshim p2pshim_launcher harmbench_static harmbench_shared bouncebench_static

@@ -75,7 +75,8 @@ if [ "$do_build" = 1 ]; then
     echo "== configure and build ($BUILD)"
     [ -f .deps/include/uthash.h ] ||
         echo "note: .deps/include/uthash.h missing; configure finds uthash only if installed"
-    if { cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DP2PSHIM_WERROR=ON &&
+    if { cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DP2PSHIM_WERROR=ON \
+             -DP2PSHIM_BUILD_BENCHMARKS=ON &&
          cmake --build "$BUILD" -j16; } >"$LOGS/build.log" 2>&1; then
         build_state=ok
         echo "build ok (log: $LOGS/build.log)"

@@ -1,23 +1,27 @@
 #!/bin/sh
-# tools/dev/setup.sh [--tests]: installs the Debian packages a fresh machine
-# needs, and only those: without an option what the build and the demo
-# need (tools/bench/demo/demo.sh); with --tests also what the tests need
-# (tools/dev/test.sh: the HTML report's headless-browser test, the .deb/.rpm
-# and pip-package tests, the man page's rendering). Idempotent; runs as root
-# or through sudo. The CUDA toolkit is not installed here: its cuda.h is
-# checked for, and named when missing. On the GPU machine, which reaches no
-# package registry, the build uses the copies carried in .deps/ (uthash.h,
-# jansson, and zlib where the machine lacks zlib.h) and this script is not
-# run.
+# tools/dev/setup.sh [--tests | --list]: installs the Debian packages a
+# fresh machine needs, and only those missing: without an option what the
+# build and the demo need (tools/bench/demo/demo.sh); with --tests also
+# what the tests need (tools/dev/test.sh). --list prints every package it
+# may install, the set it belongs to and why, and installs nothing.
+# Each package is named below with why it is needed, in the one list that
+# both installs and --list read (docs/INSTALL.md's table shows the same;
+# package.setup_list checks it).
+# Idempotent; runs as root or through sudo. The CUDA toolkit is not
+# installed here: its cuda.h is checked for, and named when missing. On
+# the GPU machine, which reaches no package registry, the build uses the
+# copies carried in .deps/ (uthash.h, jansson, and zlib where the machine
+# lacks zlib.h) and this script is not run.
 set -eu
-tests=0
+tests=0 list=0
 case "${1:-}" in
 "") ;;
 --tests) tests=1 ;;
+--list) tests=1 list=1 ;;
 -h | --help)
     sed -n '2,/^[^#]/{ /^#/ s/^# \{0,1\}//p; }' "$0"
     exit 0 ;;
-*) echo "setup: unknown option '$1' (use --tests, or nothing)" >&2; exit 2 ;;
+*) echo "setup: unknown option '$1' (use --tests, --list, or nothing)" >&2; exit 2 ;;
 esac
 
 need=""
@@ -33,30 +37,39 @@ fuzz_probe() {
     return $rc
 }
 
-want() { # PACKAGE, when TEST (a shell test) fails
-    pkg=$1; shift
+set_name=build
+want() { # PACKAGE WHY TEST...: PACKAGE is needed when TEST (a shell test) fails
+    pkg=$1 why=$2; shift 2
+    if [ "$list" = 1 ]; then
+        printf '%s\t%s\t%s\n' "$pkg" "$set_name" "$why"
+        return
+    fi
     "$@" || need="$need $pkg"
 }
 has() { command -v "$1" >/dev/null 2>&1; }
 
 # The build and the demo.
-want cmake has cmake
-want make has make
-want gcc has gcc
-want uthash-dev [ -f /usr/include/uthash.h ]
-want libjansson-dev [ -f /usr/include/jansson.h ]
-want zlib1g-dev [ -f /usr/include/zlib.h ]    # the report reads gzip-compressed logs
+want cmake "the build" has cmake
+want make "the build" has make
+want gcc "the build" has gcc
+want uthash-dev "the shim's hash tables (a header)" [ -f /usr/include/uthash.h ]
+want libjansson-dev "the report reads and writes JSON" [ -f /usr/include/jansson.h ]
+want zlib1g-dev "the report reads gzip-compressed logs" [ -f /usr/include/zlib.h ]
 if [ "$tests" = 1 ]; then
-    want chromium has chromium             # the HTML report in a headless browser
-    want dpkg-dev has dpkg-shlibdeps       # the .deb's dependencies (cpack)
-    want rpm has rpmbuild                  # the .rpm (cpack), listed and installed
-    want python3-venv python3 -c 'import ensurepip' 2>/dev/null   # the pip package's venv
-    want python3-jsonschema python3 -c 'import jsonschema' 2>/dev/null  # the JSON report's schema
-    want groff-base has groff              # the man page rendered and checked
-    want valgrind has valgrind             # the cold-copy line budget (cache simulator)
-    want clang has clang                   # the fuzz targets (tests/fuzz), with
-    want libclang-rt-dev fuzz_probe        # clang's libFuzzer runtime
+    set_name=tests
+    want chromium "the HTML report in a headless browser" has chromium
+    want dpkg-dev "the .deb's dependencies (cpack)" has dpkg-shlibdeps
+    want rpm "the .rpm, built, listed and installed" has rpmbuild
+    want python3-venv "the pip package, in a fresh venv" \
+        python3 -c 'import ensurepip' 2>/dev/null
+    want python3-jsonschema "the JSON report against its schema" \
+        python3 -c 'import jsonschema' 2>/dev/null
+    want groff-base "the man page, rendered and checked" has groff
+    want valgrind "the cold-copy line budget (cache simulator)" has valgrind
+    want clang "the fuzz targets (tests/fuzz)" has clang
+    want libclang-rt-dev "the fuzz targets: clang's libFuzzer runtime" fuzz_probe
 fi
+[ "$list" = 1 ] && exit 0
 
 if [ -n "$need" ]; then
     SUDO=""

@@ -3,9 +3,11 @@
 # the CPU tier: a plain build (every test; GPU tests skip without a GPU),
 # AddressSanitizer + UndefinedBehaviorSanitizer (every CPU test), and
 # ThreadSanitizer (the tests labelled "threads"). Warnings are errors here
-# (P2PSHIM_WERROR). The plain build's tests include the packages: the .deb
-# (and .rpm) installed in a clean root, the pip package in a fresh venv
-# (CI=true: a package index must be reachable, else that test skips).
+# (P2PSHIM_WERROR), and the benchmarks are built, with the tests that run
+# them (P2PSHIM_BUILD_BENCHMARKS; a user's build has neither). The plain
+# build's tests include the packages: the .deb (and .rpm) installed in a
+# clean root, the pip package in a fresh venv (CI=true: a package index
+# must be reachable, else that test skips).
 set -eu
 cd "$(dirname "$0")/../.."
 export PATH="$PATH:/usr/local/cuda/bin"
@@ -13,7 +15,8 @@ jobs=$(nproc 2>/dev/null || echo 2)
 
 build() { # dir, extra cmake args...
     dir=$1; shift
-    cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DP2PSHIM_WERROR=ON "$@" \
+    cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DP2PSHIM_WERROR=ON \
+        -DP2PSHIM_BUILD_BENCHMARKS=ON "$@" \
         >"$dir.configure.log" 2>&1 ||
         { cat "$dir.configure.log"; exit 1; }
     cmake --build "$dir" -j "$jobs"

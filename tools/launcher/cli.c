@@ -9,6 +9,35 @@
 #include "cli.h"
 #include "launcher.h"
 
+const char *const cli_commands[] = {"run", "topo", "report", "trust", "help", NULL};
+
+/* Table mode: on, with the printer of choices, once cli_table_mode ran. */
+static bool table_mode;
+static cli_choices_fn table_choices;
+
+void cli_table_mode(cli_choices_fn choices)
+{
+    table_mode = true;
+    table_choices = choices;
+}
+
+/* Table mode: the options of cmd, as cli_table_mode says. */
+static void print_table(const char *cmd, const struct cli_option *opts)
+{
+    const char *c = cmd ? cmd : "p2pshim";
+    for (const struct cli_option *o = opts; o->name; o++) {
+        if (o->id >= CLI_HIDDEN)
+            continue;
+        char shrt[3] = {'-', o->shrt, 0};
+        printf("%s\t--%s\t%s\t%s\t", c, o->name, o->shrt ? shrt : "-",
+               o->value ? "VALUE" : "-");
+        if (o->value && table_choices)
+            table_choices(c, o->name);
+        putchar('\n');
+    }
+    printf("%s\t--help\t-h\t-\t\n", c);
+}
+
 void launcher_error(const char *fmt, ...)
 {
     char line[1024];
@@ -114,6 +143,10 @@ int cli_parse(const char *cmd, int argc, char **argv, const struct cli_option *o
     if (!build_tables(opts, in_order, shorts, sizeof shorts, lo)) {
         launcher_error("%s: too many options for the parser", cmd ? cmd : "p2pshim");
         return LAUNCHER_EXIT_FAILURE;
+    }
+    if (table_mode) {
+        print_table(cmd, opts);
+        return CLI_TABLE;
     }
     opterr = 0; /* getopt's own messages differ from ours */
     optind = 0; /* a full reset: the parser may run twice (p2pshim help CMD) */

@@ -19,6 +19,10 @@ struct cli_option {
     int id;
 };
 
+/* Ids at or above CLI_HIDDEN are parsed as any other but left out of the
+ * option tables (cli_table_mode): options users are not told of. */
+#define CLI_HIDDEN 1000
+
 /* What the callback returns: CLI_OK to go on, else an exit status that
  * ends the parse (after its own one-line message). */
 #define CLI_OK 0
@@ -30,7 +34,28 @@ struct cli_option {
  * returns it, *first set past the option (the launcher's --version). */
 #define CLI_STOP (-2)
 
+/* cli_parse's answer in table mode (cli_table_mode): it printed the
+ * command's options instead of parsing, and the command must return at
+ * once, doing nothing. */
+#define CLI_TABLE (-3)
+
 typedef int (*cli_option_fn)(void *ctx, int id, const char *value);
+
+/* Table mode, for `p2pshim --completion-table` (the bash completion reads
+ * it): from now on each cli_parse prints its command's options, one line
+ * each, and returns CLI_TABLE:
+ *   COMMAND<TAB>--NAME<TAB>-C or -<TAB>VALUE or -<TAB>CHOICES
+ * COMMAND is "p2pshim" for the launcher's own options; VALUE marks an
+ * option that takes one; CHOICES, where the values are a closed set, are
+ * the words a value may be, separated by spaces, as choices (given the
+ * command and the option's name without "--") prints them on stdout; NULL
+ * or no words: none. --help and -h are every command's. */
+typedef void (*cli_choices_fn)(const char *cmd, const char *name);
+void cli_table_mode(cli_choices_fn choices);
+
+/* The commands a command line may name after the launcher's own options,
+ * in the order of the top-level help; ends with NULL. */
+extern const char *const cli_commands[];
 
 /* Parses the options of command cmd ("run", "topo", "report"; NULL: the
  * launcher's own, before the command) from argv[1..argc), through

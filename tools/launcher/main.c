@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "config.h"
 #include "launcher.h"
 #include "report.h"
 #include "trust_cmd.h"
@@ -58,12 +59,14 @@ static int dispatch(int argc, char **argv)
     return LAUNCHER_EXIT_USAGE;
 }
 
-enum { OPT_VERSION, OPT_PRINT_LIBRARY };
+enum { OPT_VERSION, OPT_PRINT_LIBRARY, OPT_COMPLETION_TABLE = CLI_HIDDEN };
 
-/* The launcher's own options, before the command. */
+/* The launcher's own options, before the command. --completion-table is
+ * for the bash completion (completion/p2pshim.bash), not for users. */
 static const struct cli_option main_options[] = {
     {"version", 'V', false, OPT_VERSION},
     {"print-library", 0, false, OPT_PRINT_LIBRARY},
+    {"completion-table", 0, false, OPT_COMPLETION_TABLE},
     {NULL, 0, false, 0},
 };
 
@@ -74,6 +77,57 @@ static int main_option(void *ctx, int id, const char *value)
     (void)value;
     *(int *)ctx = id;
     return CLI_STOP;
+}
+
+/* The values of run --set: each variable's name without its "P2PSHIM_"
+ * (which run_env_assign adds back), and "=". */
+static void print_set_choices(void)
+{
+    const char *sep = "";
+#define SET_CHOICE(name, help) printf("%s%s=", sep, #name + strlen("P2PSHIM_")), sep = " ";
+    P2PSHIM_CONFIG_VARS(SET_CHOICE)
+#undef SET_CHOICE
+}
+
+/* The closed value sets of the options (cli_choices_fn): run's modes (the
+ * shim's own names), run --set's names (the shim's table of variables) and
+ * the report's formats (report.h; package.completion_table checks that the
+ * report takes each). */
+static void print_choices(const char *cmd, const char *name)
+{
+    if (strcmp(cmd, "run") == 0 && strcmp(name, "mode") == 0) {
+        for (int i = 0; i < P2PSHIM_MODE_COUNT; i++)
+            printf("%s%s", i ? " " : "", p2pshim_mode_names[i]);
+    } else if (strcmp(cmd, "run") == 0 && strcmp(name, "set") == 0) {
+        print_set_choices();
+    } else if (strcmp(cmd, "report") == 0 && strcmp(name, "format") == 0) {
+        fputs("text json csv trace html", stdout);
+    }
+}
+
+/* p2pshim --completion-table: the commands, then the options of the
+ * launcher and of each command, from the tables their parsers use (the
+ * format is cli_table_mode's):
+ *   commands<TAB>run topo report trust help */
+static int completion_table(void)
+{
+    fputs("commands\t", stdout);
+    for (int i = 0; cli_commands[i]; i++)
+        printf("%s%s", i ? " " : "", cli_commands[i]);
+    putchar('\n');
+    cli_table_mode(print_choices);
+    char *none[] = {NULL};
+    int first;
+    cli_parse(NULL, 0, none, main_options, true, main_option, NULL, &first);
+    for (int i = 0; cli_commands[i]; i++) {
+        if (strcmp(cli_commands[i], "help") == 0)
+            continue; /* it takes a command's name, no option */
+        char name[16];
+        snprintf(name, sizeof name, "%s", cli_commands[i]);
+        char *sub_argv[] = {name, NULL};
+        dispatch(1, sub_argv);
+    }
+    return fflush(stdout) == 0 ? 0 : LAUNCHER_EXIT_FAILURE;
 }
 
 /* p2pshim help [COMMAND]: the command's --help. */
@@ -104,6 +158,8 @@ int main(int argc, char **argv)
         printf("p2pshim %s\n", P2PSHIM_VERSION);
         return 0;
     }
+    if (which == OPT_COMPLETION_TABLE)
+        return first < argc ? LAUNCHER_EXIT_USAGE : completion_table();
     if (which == OPT_PRINT_LIBRARY) {
         if (first < argc) {
             launcher_error("--print-library takes no argument");

@@ -1,51 +1,38 @@
 # bash completion for p2pshim (installed as
 # share/bash-completion/completions/p2pshim).
 #
-# Commands and options are read from the launcher's own --help (the
-# `p2pshim` being completed), so that they always match the installed
-# version: an option written "--name VALUE" there takes a value. After
-# `run`'s PROGRAM the words are the program's, completed as a command line
-# of their own where bash-completion is loaded.
+# Commands, options and the values of options with a closed set come from
+# the launcher being completed, `p2pshim --completion-table`: the tables
+# its own parser uses (tools/launcher/cli.h says the format), so that they
+# always match that version. After `run`'s PROGRAM the words are the
+# program's, completed as a command line of their own where
+# bash-completion is loaded.
 
-# _p2pshim_help EXE [COMMAND]: the launcher's (or the command's) help.
-_p2pshim_help() {
-    "$1" ${2:+"$2"} --help 2>/dev/null
+# _p2pshim_table EXE: the launcher's table, one line per option:
+#   COMMAND<TAB>--NAME<TAB>-C or -<TAB>VALUE or -<TAB>CHOICES
+# and a first line "commands<TAB>NAME...".
+_p2pshim_table() {
+    "$1" --completion-table 2>/dev/null
 }
 
-# The option lines of a help text (stdin), each cut to its lead: the part
-# before the explanation ("-o, --output FILE", "--format text").
-_p2pshim_leads() {
-    awk '/^[ \t]+-/ { sub(/^[ \t]+/, ""); n = split($0, part, /  +/); print part[1] }'
-}
-
-# The options a help text lists, one per line.
-_p2pshim_options_in() {
-    _p2pshim_leads | grep -oE -- '(^|[ ,])--?[A-Za-z][A-Za-z0-9-]*' | sed 's/^[ ,]*//' |
-        sort -u
-}
-
-# The options of a help text that take a value: a lead with a word that
-# is not an option ("--log FILE", "--format text", "--set NAME=VALUE").
-_p2pshim_valued_in() {
-    _p2pshim_leads | awk '{
-        valued = 0
-        for (i = 1; i <= NF; i++) { w = $i; sub(/,$/, "", w); if (w !~ /^-/ || w ~ /=/) valued = 1 }
-        if (valued) for (i = 1; i <= NF; i++) {
-            w = $i; sub(/,$/, "", w); sub(/=.*/, "", w); if (w ~ /^-/) print w }
-    }' | sort -u
-}
-
-# _p2pshim_choices OPTION: the literal values a help text (stdin) gives
-# OPTION, from "OPTION a|b|c" or from leads "OPTION a", "OPTION b".
-_p2pshim_choices() {
-    grep -oE -- "(^|[][ ,])$1[ =][a-z][a-z|-]*( |\$|\\])" |
-        sed -e "s/^.*$1[ =]//" -e 's/[] ]*$//' | tr '|' '\n' | sort -u
+# _p2pshim_column TABLE COMMAND WHAT [OPTION]: from TABLE (a string),
+# COMMAND's options (WHAT=options), those that take a value (valued), or
+# OPTION's choices (choices).
+_p2pshim_column() {
+    printf '%s\n' "$1" | awk -F'\t' -v c="$2" -v what="$3" -v o="${4:-}" '
+        $1 != c { next }
+        what == "options" || (what == "valued" && $4 == "VALUE") {
+            print $2; if ($3 != "-") print $3; next }
+        what == "choices" && ($2 == o || $3 == o) { n = split($5, w, " ")
+            for (i = 1; i <= n; i++) print w[i] }'
 }
 
 _p2pshim() {
     local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
-    local exe=${COMP_WORDS[0]} cmd="" cmd_at=0 i
+    local exe=${COMP_WORDS[0]} cmd="" cmd_at=0 i table cmds
     COMPREPLY=()
+    table=$(_p2pshim_table "$exe")
+    cmds=$(printf '%s\n' "$table" | awk -F'\t' '$1 == "commands" { print $2 }')
     for ((i = 1; i < COMP_CWORD; i++)); do
         case ${COMP_WORDS[i]} in
         -*) ;;
@@ -55,21 +42,20 @@ _p2pshim() {
 
     if [[ -z $cmd ]]; then
         if [[ $cur == -* ]]; then
-            # The top-level options: those of the usage lines "p2pshim --help | ...".
-            COMPREPLY=($(compgen -W "$(_p2pshim_help "$exe" |
-                grep -E '^[[:space:]]*(usage:[[:space:]]*)?p2pshim -' |
-                grep -oE -- '--?[A-Za-z][A-Za-z0-9-]*' | sort -u)" -- "$cur"))
+            COMPREPLY=($(compgen -W "$(_p2pshim_column "$table" p2pshim options)" -- "$cur"))
         else
-            local cmds
-            cmds=$(_p2pshim_help "$exe" | sed -n 's/^  \([a-z][a-z-]*\)\( .*\)\{0,1\}$/\1/p')
-            COMPREPLY=($(compgen -W "${cmds:-run topo report help}" -- "$cur"))
+            COMPREPLY=($(compgen -W "$cmds" -- "$cur"))
         fi
         return
     fi
 
-    local help valued
-    help=$(_p2pshim_help "$exe" "$cmd")
-    valued=" $(printf '%s\n' "$help" | _p2pshim_valued_in | tr '\n' ' ') "
+    if [[ $cmd == help ]]; then
+        COMPREPLY=($(compgen -W "${cmds/help/}" -- "$cur"))
+        return
+    fi
+
+    local valued
+    valued=" $(_p2pshim_column "$table" "$cmd" valued | tr '\n' ' ') "
 
     # run: where do the program's words start? After "--", or at the
     # first word that is neither an option nor an option's value.
@@ -97,30 +83,20 @@ _p2pshim() {
         fi
     fi
 
-    if [[ $cmd == help ]]; then
-        local cmds
-        cmds=$(_p2pshim_help "$exe" | sed -n 's/^  \([a-z][a-z-]*\)\( .*\)\{0,1\}$/\1/p')
-        COMPREPLY=($(compgen -W "${cmds:-run topo report}" -- "$cur"))
-        return
-    fi
-
     if [[ $valued == *" $prev "* ]]; then
         local values
-        # From the leads and the usage lines, not from prose.
-        values=$({ printf '%s\n' "$help" | _p2pshim_leads
-                   printf '%s\n' "$help" | grep -E '^[[:space:]]*(usage:)?[[:space:]]*p2pshim '
-                 } | _p2pshim_choices "$prev")
-        # run's --mode names its values in prose.
-        [[ -z $values && $cmd == run && $prev == --mode ]] && values="upgrade observe off"
+        values=$(_p2pshim_column "$table" "$cmd" choices "$prev")
         if [[ -n $values ]]; then
             COMPREPLY=($(compgen -W "$values" -- "$cur"))
-        elif [[ $prev != --set ]]; then
+            # NAME= (run --set) goes on with the value: no space after it.
+            [[ ${COMPREPLY[0]:-} == *= ]] && compopt -o nospace 2>/dev/null
+        else
             COMPREPLY=($(compgen -f -- "$cur"))
         fi
         return
     fi
     if [[ $cur == -* ]]; then
-        COMPREPLY=($(compgen -W "$(printf '%s\n' "$help" | _p2pshim_options_in)" -- "$cur"))
+        COMPREPLY=($(compgen -W "$(_p2pshim_column "$table" "$cmd" options)" -- "$cur"))
     else
         COMPREPLY=($(compgen -f -- "$cur"))
     fi
