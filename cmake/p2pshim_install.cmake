@@ -2,11 +2,10 @@
 # Components: "runtime" (bin/p2pshim and the library, installed by their own
 # folders; all the Python wheel takes) and "doc" (README, LICENSE, docs/,
 # the man page, bash completion). Nothing else is installed: not p2pdemo,
-# not the benchmarks (tools/bench), not measured data (docs/examples holds
-# an H200 run's log and bandwidth table, for readers of the repository).
+# not the benchmarks (tools/bench), not measured data (tools/bench/results
+# holds the curated runs, for readers of the repository).
 install(FILES README.md LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT doc)
-install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT doc
-        PATTERN examples EXCLUDE)
+install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT doc)
 install(FILES tools/launcher/completion/p2pshim.bash RENAME p2pshim COMPONENT doc
         DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/bash-completion/completions)
 

@@ -312,14 +312,14 @@ case_setup_list() {
 
 # case_man_env: the built man page, as `man -l` shows it, has an ENVIRONMENT
 # section with a tagged entry for every P2PSHIM_* variable of the shim's
-# table (interpose/core/config_table.h) and of the launcher's
+# table (interpose/include/config_table.h) and of the launcher's
 # (P2PSHIM_TOOL_VARS, interpose/core/config.h), read here from the sources;
 # and nowhere does the page point at a source file (.c, .h, .def).
 case_man_env() {
     command -v man >/dev/null 2>&1 || skip "man not found"
     [ -s "$PT_MAN" ] || { bad "no man page at $PT_MAN"; return; }
     sed -n 's/^ *ROW(X, \(P2PSHIM_[A-Z0-9_]*\),.*/\1/p' \
-        "$PT_SRC/interpose/core/config_table.h" >"$dir/names"
+        "$PT_SRC/interpose/include/config_table.h" >"$dir/names"
     sed -n '/^#define P2PSHIM_TOOL_VARS/,/^$/s/^ *X(\(P2PSHIM_[A-Z0-9_]*\),.*/\1/p' \
         "$PT_SRC/interpose/core/config.h" >>"$dir/names"
     [ "$(wc -l <"$dir/names")" -ge 10 ] ||
@@ -399,7 +399,7 @@ EOF2
         *) [ $rc -eq 0 ] && [ -s "$dir/out.$f" ] || bad "report --format $f exited $rc" ;; esac
     done
     for v in $(choices run --set); do
-        grep -q "ROW(X, P2PSHIM_${v%=}," "$PT_SRC/interpose/core/config_table.h" ||
+        grep -q "ROW(X, P2PSHIM_${v%=}," "$PT_SRC/interpose/include/config_table.h" ||
             bad "run --set offers $v, no variable of config_table.h"
     done
     [ "$(offered run --set MO)" = MODE= ] || bad "run --set MO: $(offered run --set MO)"
