@@ -11,8 +11,9 @@
  *
  * Marks are never taken back: a pipe may hold vmspliced pages until its
  * reader drains it, a ring its buffers until it is closed, neither of
- * which the shim follows. The table of ranges is append-only and read
- * without a lock (a D2H asks it); a full table marks the process. */
+ * which the shim follows. Entries of the table of ranges are only added
+ * or widened, and read without a lock (a D2H asks it); a full table marks
+ * the process. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -29,7 +30,6 @@
 #include "pages.h"
 #include "shim_sys.h"
 #include "table.h"
-#include "uffd.h"
 
 #define HELD_MAX 64
 /* Above every user address (x86-64 and AArch64, 5-level tables too), far
