@@ -89,6 +89,21 @@ void bounce_host_keep(const void *host, size_t bytes);
  * whose range starts at host, if any. */
 void bounce_host_release(const void *host, size_t bytes);
 
+/* Holders of a page the shim cannot see (holders.c; docs/SECURITY.md):
+ * [host, host+bytes) is about to be held by something that reads or
+ * writes its pages past the page tables (an io_uring fixed buffer, pages
+ * vmspliced into a pipe): the snapshots over it end (lazy pages filled,
+ * write-protection lifted) and no snapshot is taken there again. The
+ * process form: any page may be (/proc/self/mem, an RDMA or VFIO device
+ * opened): every snapshot ends, none is taken again. */
+void bounce_holder_range(const void *host, size_t bytes);
+void bounce_holder_process(void);
+
+/* After a successful mincore(addr, len, vec): lazy pages there marked
+ * resident, as they would be without the shim. Nothing when no snapshot
+ * exists. */
+void bounce_mincore_resident(const void *addr, size_t len, unsigned char *vec);
+
 /* GPU work was issued that may write host memory through a mapped
  * pointer the shim cannot see (a kernel, a graph, a stream memory
  * operation): eager snapshots taken before it no longer vouch for their
@@ -133,6 +148,7 @@ struct bounce_stats {
     uint64_t handler_ns;           /* time the fault handler spent on faults */
     uint64_t abandoned;            /* snapshots given up past their fault budget */
     uint64_t faults_max;           /* the most CPU touches one snapshot took */
+    uint64_t holders;              /* predicted D2H copies left alone: a holder may exist */
 };
 /* The counters; their exit summary line ("summary bounce candidates=N
  * ...") is registered with stats.h by the module itself. */

@@ -9,6 +9,7 @@
 #include "counters.h"
 #include "driver.h"
 #include "gpu.h"
+#include "holders.h"
 #include "hooks.h"
 #include "libc.h"
 #include "life.h"
@@ -97,6 +98,8 @@ static enum how decide(const void *host, size_t bytes, CUdeviceptr dev,
     enum predict_verdict v = evidence_d2h((uintptr_t)host, bytes, dev, src->device);
     if (v != PREDICT_YES && v != PREDICT_EAGER)
         return HOW_NONE;
+    if (!bounce_holders_allow((uintptr_t)host, bytes))
+        return HOW_NONE; /* holders.c: something the shim cannot see may hold the pages */
     pthread_once(&once, once_body);
     if (!uffd_ok)
         return HOW_NONE;

@@ -30,7 +30,7 @@ static atomic_bool file_given_up;
 static void write_stderr(const char *buf, size_t len)
 {
     while (len > 0) {
-        ssize_t n = write(STDERR_FILENO, buf, len);
+        long n = outfile_write(STDERR_FILENO, buf, len); /* never SIGXFSZ */
         if (n < 0) {
             if (errno == EINTR)
                 continue;

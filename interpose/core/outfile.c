@@ -8,7 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Appends n bytes of piece at out + *o; with sanitize, each '/' becomes '_'
@@ -166,6 +169,44 @@ static void cut_back(int fd, const char *buf, size_t written, size_t reserve)
         return;
 }
 
+/* Whether a write to fd now would pass the limit: the kernel refuses a
+ * write to a regular file that starts at or past it (and signals). */
+static bool past_limit(int fd, rlim_t limit)
+{
+    struct stat st;
+    if (shim_sys_fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+        return false;
+    long fl = shim_sys6(SYS_fcntl, fd, F_GETFL, 0, 0, 0, 0);
+    off_t pos = fl >= 0 && (fl & O_APPEND) ? st.st_size : shim_sys_lseek(fd, 0, SEEK_CUR);
+    return pos >= 0 && (rlim_t)pos >= limit;
+}
+
+long outfile_write(int fd, const void *buf, size_t n)
+{
+    struct rlimit lim;
+    if (getrlimit(RLIMIT_FSIZE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY)
+        return shim_sys_write(fd, buf, n);
+    if (past_limit(fd, lim.rlim_cur)) {
+        errno = EFBIG;
+        return -1;
+    }
+    sigset_t xfsz, old, pending;
+    sigemptyset(&xfsz);
+    sigaddset(&xfsz, SIGXFSZ);
+    pthread_sigmask(SIG_BLOCK, &xfsz, &old);
+    bool had = sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ);
+    long w = shim_sys_write(fd, buf, n);
+    int err = errno;
+    if (w < 0 && err == EFBIG && !had) {
+        const struct timespec now = {0, 0};
+        while (sigtimedwait(&xfsz, NULL, &now) == SIGXFSZ)
+            ;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    errno = err;
+    return w;
+}
+
 enum outfile_status outfile_append_lines(struct shim_fd *g, char *buf, size_t *len,
                                          size_t keep_max, size_t reserve, int *err)
 {
@@ -182,7 +223,7 @@ enum outfile_status outfile_append_lines(struct shim_fd *g, char *buf, size_t *l
     } else {
         size_t off = 0;
         while (off < whole) {
-            ssize_t w = shim_sys_write(fd, buf + off, whole - off);
+            ssize_t w = outfile_write(fd, buf + off, whole - off);
             if (w < 0 && errno == EINTR)
                 continue;
             if (w <= 0) {

@@ -39,6 +39,16 @@ int outfile_open(const char *path, int extra_flags, char *why, size_t why_len);
  * "No such file or directory" in why when there is none (errno kept). */
 int outfile_open_read(const char *path, char *why, size_t why_len);
 
+/* write(2) of a file the shim writes (its log file, its run log, stderr)
+ * that can never kill the program with SIGXFSZ: a write the file size
+ * limit (RLIMIT_FSIZE, ulimit -f) would refuse is refused here with
+ * EFBIG, nothing written, and the signal a racing write raises anyway is
+ * taken back (SIGXFSZ blocked in this thread around the write, then
+ * consumed unless the program had one pending already). Without a limit,
+ * one getrlimit more than a plain write. Straight to the kernel
+ * (shim_sys.h); -1 with errno set. */
+long outfile_write(int fd, const void *buf, size_t n);
+
 /* What outfile_append_lines did. */
 enum outfile_status {
     OUTFILE_WRITTEN,  /* the whole lines went out */

@@ -10,8 +10,10 @@
  * run: a child then reads its lazy host buffers' bytes, not zeros.
  * _Fork (glibc 2.34) runs no fork handlers by definition, the program's
  * and its libraries' included; the shim's own still run, for the same
- * reason. Every other call goes to the kernel unchanged, for the cost of
- * a switch. A system call made with the instruction itself is not seen:
+ * reason. clone(3) without CLONE_VM runs them too, the child's inside
+ * the child before the program's function. io_uring_register, vmsplice,
+ * open, openat and mincore get wrap_holders.c's treatment. Every other
+ * call goes to the kernel unchanged, for the cost of a switch. A system call made with the instruction itself is not seen:
  * docs/SECURITY.md says what that leaves.
  *
  * The real functions are the next definitions after the shim; errno is
@@ -34,6 +36,7 @@
 #include "shim_cuda.h"
 #include "wrap_exec.h"
 #include "wrap_fd.h"
+#include "wrap_holders.h"
 
 typedef long (*syscall_fn)(long, ...);
 typedef pid_t (*fork_fn)(void);
@@ -119,12 +122,66 @@ P2PSHIM_EXPORT long syscall(long number, ...)
 #endif
         exec_flush_records();
         break;
+    case SYS_mincore: {
+        long r = real(number, a[0], a[1], a[2], a[3], a[4], a[5]);
+        int saved = errno;
+        holders_after_mincore(r, a);
+        errno = saved;
+        return r;
+    }
     default:
         if (is_fork(number, a))
             return forked(real, number, a);
+        holders_before_syscall(number, a);
         break;
     }
     return real(number, a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
+/* clone(3) of a child with a copy of the memory (no CLONE_VM): a fork on
+ * a stack of the caller's choosing. The child starts in start_child,
+ * which runs the child's handlers before the program's function; the
+ * record of both lies on this frame, which the child has a copy of. A
+ * child sharing the memory (a thread, CLONE_VM) is no fork: unchanged. */
+struct clone_start {
+    int (*fn)(void *);
+    void *arg;
+};
+
+static int start_child(void *p)
+{
+    struct clone_start *c = p;
+    shim_fork_child();
+    return c->fn(c->arg);
+}
+
+typedef int (*clone_fn)(int (*)(void *), void *, int, void *, ...);
+static _Atomic(void *) real_clone;
+
+/* The optional arguments (parent_tid, tls, child_tid) are passed on
+ * whatever the flags, as libc reads only those they name. */
+P2PSHIM_EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
+{
+    va_list ap;
+    va_start(ap, arg);
+    pid_t *ptid = va_arg(ap, pid_t *);
+    void *tls = va_arg(ap, void *);
+    pid_t *ctid = va_arg(ap, pid_t *);
+    va_end(ap);
+    clone_fn real = (clone_fn)next_symbol_cached(&real_clone, "clone");
+    if (real == NULL) {
+        errno = ENOSYS;
+        return -1;
+    }
+    if ((flags & CLONE_VM) != 0 || fn == NULL)
+        return real(fn, stack, flags, arg, ptid, tls, ctid);
+    struct clone_start start = {fn, arg};
+    shim_fork_prepare();
+    int r = real(start_child, stack, flags, &start, ptid, tls, ctid);
+    int saved = errno;
+    shim_fork_parent();
+    errno = saved;
+    return r;
 }
 
 P2PSHIM_EXPORT pid_t _Fork(void)

@@ -16,7 +16,10 @@
  *   file_size_limit  a child under RLIMIT_FSIZE (ulimit -f) of 64 KiB,
  *       with a run log and a log file configured, makes 3000 copies and
  *       writes a small file: it exits 0 (the shim's files reaching the
- *       limit are the shim's business, never a SIGXFSZ for the program) */
+ *       limit are the shim's business, never a SIGXFSZ for the program)
+ *   file_size_limit stderr  the same with the shim's debug lines on
+ *       stderr (a file under the runner) and no file of the shim's, the
+ *       limit 256 bytes past stderr's end */
 #define _GNU_SOURCE
 #include "adv_common.h"
 
@@ -202,9 +205,9 @@ static int case_own_files(int argc, char **argv)
 /* A child limited to files of 64 KiB (ulimit -f), with a run log and a
  * log file configured, makes more copies than their records fit in and
  * writes a small file of its own. */
-static void small_files_child(void)
+static void small_files_child(rlim_t size)
 {
-    struct rlimit lim = {64 << 10, 64 << 10};
+    struct rlimit lim = {size, size};
     PL_EXPECT(setrlimit(RLIMIT_FSIZE, &lim) == 0, "setrlimit: %s", strerror(errno));
     adv_cuda();
     CUdeviceptr a0 = pl_alloc(bt_env.ctx[0], 4096), a1 = pl_alloc(bt_env.ctx[1], 4096);
@@ -217,15 +220,20 @@ static void small_files_child(void)
 
 static int case_file_size_limit(int argc, char **argv)
 {
-    (void)argc, (void)argv;
     int status = 0;
-    setenv("P2PSHIM_RUN_LOG", adv_path("run-%p.jsonl"), 1);
-    setenv("P2PSHIM_LOG_FILE", adv_path("shim-%p.log"), 1);
+    if (argc < 2 || strcmp(argv[1], "stderr") != 0) {
+        setenv("P2PSHIM_RUN_LOG", adv_path("run-%p.jsonl"), 1);
+        setenv("P2PSHIM_LOG_FILE", adv_path("shim-%p.log"), 1);
+    }
     setenv("P2PSHIM_LOG", "debug", 1);
     fflush(stdout);
+    /* stderr: 256 bytes past what it holds (the shim's lines reach it,
+     * the program writes none there). */
+    off_t err_end = lseek(STDERR_FILENO, 0, SEEK_END);
+    rlim_t size = argc > 1 ? (rlim_t)(err_end > 0 ? err_end : 0) + 256 : 64 << 10;
     pid_t pid = fork();
     if (pid == 0)
-        small_files_child();
+        small_files_child(size);
     PL_EXPECT(pid > 0 && waitpid(pid, &status, 0) == pid, "fork/wait: %s", strerror(errno));
     adv_status("child", status);
     adv_file_digest("its file", adv_path("mine.txt"));

@@ -1,9 +1,10 @@
 /* New processes after a predicted (lazy) D2H: every way of making a child,
  * the child reading the buffer.
  *
- *   fork | _Fork | sys_fork | clone | vfork
+ *   fork | _Fork | sys_fork | clone | clone_vfork | clone_vm | vfork
  *       the child digests the buffer (fork() runs the atfork handlers;
- *       _Fork(), syscall(SYS_fork) and clone() do not; a vfork child
+ *       _Fork(), syscall(SYS_fork) and clone() do not; clone_vfork is
+ *       clone(CLONE_VFORK), the parent waiting; a clone_vm or vfork child
  *       shares the memory)
  *   posix_spawn | vfork_exec
  *       the spawned program's argument is a string inside the buffer: the
@@ -63,13 +64,16 @@ static pid_t make_child(const char *how)
             child_reads();
         return pid;
     }
-    if (strcmp(how, "clone") == 0) {
+    if (strncmp(how, "clone", 5) == 0) {
         size_t size = 256 << 10;
         char *stack = malloc(size);
+        int flags = strcmp(how, "clone_vfork") == 0 ? CLONE_VFORK
+                    : strcmp(how, "clone_vm") == 0  ? CLONE_VM | CLONE_VFORK
+                                                    : 0;
         if (stack == NULL)
             return -1;
         /* Never freed: the child runs on it until it exits. */
-        return clone(clone_child, stack + size, SIGCHLD, NULL);
+        return clone(clone_child, stack + size, flags | SIGCHLD, NULL);
     }
 #ifdef SYS_fork
     return (pid_t)syscall(SYS_fork);
@@ -231,6 +235,8 @@ int main(int argc, char **argv)
         {"_Fork", case_child},
         {"sys_fork", case_child},
         {"clone", case_child},
+        {"clone_vfork", case_child},
+        {"clone_vm", case_child},
         {"vfork", case_child},
         {"posix_spawn", case_spawn},
         {"vfork_exec", case_spawn},

@@ -11,7 +11,13 @@
  *   vmsplice lazy|eager  vmsplice(2) of it into a pipe (the pipe holds its
  *                        pages), then the next D2H into it, then the pipe
  *                        read: without the shim the reader sees the D2H's
- *                        bytes, the pages being the same */
+ *                        bytes, the pages being the same
+ *   vmsplice lazy|eager syscall   the same through syscall(SYS_vmsplice)
+ *   vmsplice lazy|eager after     vmsplice(2) of it just after a D2H (its
+ *                        snapshot's pages, missing or write-protected),
+ *                        then the CPU rewrites part of it, then the pipe
+ *                        read: the pipe's pages are the buffer's, so the
+ *                        reader sees the rewrite */
 #define _GNU_SOURCE
 #include "adv_common.h"
 
@@ -21,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -155,10 +162,20 @@ static int case_pipe(int argc, char **argv)
     return 0;
 }
 
+/* vmsplice of [h, h+SPLICED) into p[1], by libc or through syscall(). */
+static void splice_in(int p[2], unsigned char *h, bool raw)
+{
+    struct iovec iov = {h, SPLICED};
+    ssize_t r = raw ? (ssize_t)syscall(SYS_vmsplice, p[1], &iov, 1, 0) : vmsplice(p[1], &iov, 1, 0);
+    expect_io(r, SPLICED, "vmsplice");
+}
+
 static int case_vmsplice(int argc, char **argv)
 {
     struct adv_buf b;
     int p[2];
+    const char *how = argc > 2 ? argv[2] : "";
+    bool raw = strcmp(how, "syscall") == 0, after = strcmp(how, "after") == 0;
     adv_buf_init(&b, NULL, SPLICED, adv_mem_of(argc > 1 ? argv[1] : NULL));
     adv_bounce(&b, 106);
     PL_EXPECT(pipe(p) == 0, "pipe: %s", strerror(errno));
@@ -166,10 +183,16 @@ static int case_vmsplice(int argc, char **argv)
         fprintf(stderr, "a pipe of %zu bytes refused: %s\n", SPLICED, strerror(errno));
         return ADV_SKIP;
     }
-    struct iovec iov = {b.h, SPLICED};
-    expect_io(vmsplice(p[1], &iov, 1, 0), SPLICED, "vmsplice");
-    adv_buf_prime(&b);
-    adv_bounce(&b, 107);
+    if (after) {
+        adv_buf_prime(&b);
+        adv_bounce(&b, 107);
+        splice_in(p, b.h, raw);
+        adv_rewrite(&b, 5 * ADV_PAGE + 3, 9000, 108);
+    } else {
+        splice_in(p, b.h, raw);
+        adv_buf_prime(&b);
+        adv_bounce(&b, 107);
+    }
     unsigned char *out = malloc(SPLICED);
     size_t got = 0;
     ssize_t r;

@@ -1,16 +1,21 @@
 /* The bounced buffer's memory, looked at and changed behind the copies.
  *
- *   proc_mem        after a lazy D2H, the buffer read through
- *                   /proc/self/mem (what ptrace, gdb and core dumps read)
+ *   proc_mem [PATH] after a lazy D2H, the buffer read through
+ *                   /proc/self/mem (what ptrace, gdb and core dumps read);
+ *                   PATH: pid (/proc/PID/mem), task (/proc/self/task/TID/mem),
+ *                   syscall (opened through syscall(SYS_openat))
  *   proc_mem_write  after an eager D2H, new bytes written into it through
  *                   /proc/self/mem (a debugger's poke); the H2D carries them
- *   mincore         resident pages after a lazy D2H
+ *   mincore [syscall]  resident pages after a lazy D2H (through syscall())
+ *   traced lazy|eager  a child attached as the process's tracer
+ *                   (PTRACE_SEIZE) before the D2H reads the buffer through
+ *                   /proc/PID/mem after it; skipped where ptrace is refused
  *   dontneed lazy|eager   MADV_DONTNEED of part of it: zeros there
  *   free lazy|eager       MADV_FREE of it, then the CPU rewrites it
  *   mremap | mremap_raw   moved (MREMAP_FIXED) and grown, through libc or
  *                   syscall(SYS_mremap): the bytes move with it
- *   vm_readv        process_vm_readv of it (lazy), into another buffer
- *   vm_writev       process_vm_writev of new bytes into it (eager)
+ *   vm_readv [MEM]  process_vm_readv of it (lazy), into another buffer
+ *   vm_writev [MEM] process_vm_writev of new bytes into it (eager)
  *   thp lazy|eager  a transparent huge page buffer (MADV_HUGEPAGE)
  *   hugetlb         a MAP_HUGETLB buffer (skipped with no huge pages) */
 #define _GNU_SOURCE
@@ -21,7 +26,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -34,37 +43,101 @@ static const char *mem_arg(int argc, char **argv)
     return argc > 1 ? argv[1] : NULL;
 }
 
+/* The buffer's mem file opened the way how says (NULL: /proc/self/mem). */
+static int open_mem(const char *how, int flags)
+{
+    char path[64];
+    if (how != NULL && strcmp(how, "syscall") == 0)
+        return (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/mem", flags, 0);
+    if (how != NULL && strcmp(how, "pid") == 0)
+        snprintf(path, sizeof path, "/proc/%ld/mem", (long)getpid());
+    else if (how != NULL && strcmp(how, "task") == 0)
+        snprintf(path, sizeof path, "/proc/self/task/%ld/mem", (long)gettid());
+    else
+        snprintf(path, sizeof path, "/proc/self/mem");
+    return open(path, flags);
+}
+
+/* n bytes at addr read from the mem file fd: "what: N bytes" and the
+ * digest, or the errno. */
+static void read_mem(const char *what, int fd, const void *addr, size_t n)
+{
+    unsigned char *copy = malloc(n);
+    ssize_t got = pread(fd, copy, n, (off_t)(uintptr_t)addr);
+    if (got < 0)
+        adv_errno(what, errno);
+    else
+        adv_say("%s: %zd bytes", what, got);
+    if (got > 0)
+        adv_digest("what it read", copy, (size_t)got);
+    free(copy);
+}
+
 static int case_proc_mem(int argc, char **argv)
 {
-    (void)argc, (void)argv;
     struct adv_buf b;
     adv_buf_init(&b, NULL, N, ADV_LAZY);
     adv_bounce(&b, 81);
-    unsigned char *copy = malloc(N);
-    int fd = open("/proc/self/mem", O_RDONLY);
-    ssize_t got = pread(fd, copy, N, (off_t)(uintptr_t)b.h);
-    if (got < 0)
-        adv_errno("pread /proc/self/mem", errno);
-    else
-        adv_say("pread /proc/self/mem: %zd bytes", got);
-    if (got > 0)
-        adv_digest("what it read", copy, (size_t)got);
+    int fd = open_mem(argc > 1 ? argv[1] : NULL, O_RDONLY);
+    read_mem("pread /proc/self/mem", fd, b.h, N);
     close(fd);
     adv_digest("read back", b.h, N);
     adv_h2d(&b, "H2D");
-    free(copy);
+    return 0;
+}
+
+/* A child that attaches to the process as its tracer, then (told the
+ * D2H is done) reads the buffer through /proc/PID/mem. */
+static int case_traced(int argc, char **argv)
+{
+    struct adv_buf b;
+    int up[2], down[2], status = 0;
+    char c = 0;
+    adv_buf_init(&b, NULL, N, adv_mem_of(argc > 1 ? argv[1] : NULL));
+    PL_EXPECT(pipe(up) == 0 && pipe(down) == 0, "pipe: %s", strerror(errno));
+    prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+    pid_t parent = getpid();
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        char path[64];
+        c = ptrace(PTRACE_SEIZE, parent, NULL, NULL) == 0 ? 'y' : 'n';
+        if (write(up[1], &c, 1) != 1 || c != 'y' || read(down[0], &c, 1) != 1)
+            _exit(1);
+        snprintf(path, sizeof path, "/proc/%ld/mem", (long)parent);
+        int fd = open(path, O_RDONLY);
+        unsigned char *copy = malloc(N);
+        ssize_t got = fd < 0 ? -1 : pread(fd, copy, N, (off_t)(uintptr_t)b.h);
+        if (got == (ssize_t)N)
+            adv_digest_raw("the tracer read", copy, N);
+        else
+            adv_digest_raw("the tracer's read failed", "", 0);
+        _exit(0);
+    }
+    if (pid < 0 || read(up[0], &c, 1) != 1 || c != 'y') {
+        fprintf(stderr, "ptrace refused here (PTRACE_SEIZE of the parent)\n");
+        if (pid > 0)
+            waitpid(pid, &status, 0);
+        return ADV_SKIP;
+    }
+    adv_buf_prime(&b);
+    adv_bounce(&b, 95);
+    PL_EXPECT(write(down[1], "g", 1) == 1, "write: %s", strerror(errno));
+    PL_EXPECT(waitpid(pid, &status, 0) == pid, "waitpid: %s", strerror(errno));
+    adv_status("the tracer", status);
+    adv_digest("read back", b.h, N);
+    adv_h2d(&b, "H2D");
     return 0;
 }
 
 static int case_proc_mem_write(int argc, char **argv)
 {
-    (void)argc, (void)argv;
     struct adv_buf b;
     adv_buf_init(&b, NULL, N, ADV_EAGER);
     adv_bounce(&b, 82);
     size_t off = 5 * ADV_PAGE + 17, len = 40000;
     bt_pattern(b.want + off, len, 83);
-    int fd = open("/proc/self/mem", O_RDWR);
+    int fd = open_mem(argc > 1 ? argv[1] : NULL, O_RDWR);
     ssize_t put = pwrite(fd, b.want + off, len, (off_t)(uintptr_t)(b.h + off));
     if (put < 0)
         adv_errno("pwrite /proc/self/mem", errno);
@@ -79,13 +152,13 @@ static int case_proc_mem_write(int argc, char **argv)
 
 static int case_mincore(int argc, char **argv)
 {
-    (void)argc, (void)argv;
     struct adv_buf b;
     unsigned char vec[N / ADV_PAGE];
+    bool raw = argc > 1 && strcmp(argv[1], "syscall") == 0;
     adv_buf_init(&b, NULL, N, ADV_LAZY);
     adv_bounce(&b, 84);
     int resident = 0;
-    if (mincore(b.h, N, vec) != 0)
+    if ((raw ? syscall(SYS_mincore, b.h, N, vec) : mincore(b.h, N, vec)) != 0)
         adv_errno("mincore", errno);
     for (size_t i = 0; i < N / ADV_PAGE; i++)
         resident += vec[i] & 1;
@@ -146,9 +219,8 @@ static int case_mremap(int argc, char **argv)
 
 static int case_vm_readv(int argc, char **argv)
 {
-    (void)argc, (void)argv;
     struct adv_buf b;
-    adv_buf_init(&b, NULL, N, ADV_LAZY);
+    adv_buf_init(&b, NULL, N, argc > 1 ? adv_mem_of(argv[1]) : ADV_LAZY);
     adv_bounce(&b, 89);
     unsigned char *copy = calloc(1, N);
     struct iovec local = {copy, N}, remote = {b.h, N};
@@ -165,9 +237,8 @@ static int case_vm_readv(int argc, char **argv)
 
 static int case_vm_writev(int argc, char **argv)
 {
-    (void)argc, (void)argv;
     struct adv_buf b;
-    adv_buf_init(&b, NULL, N, ADV_EAGER);
+    adv_buf_init(&b, NULL, N, argc > 1 ? adv_mem_of(argv[1]) : ADV_EAGER);
     adv_bounce(&b, 90);
     size_t off = 3 * ADV_PAGE + 99, len = 200000;
     bt_pattern(b.want + off, len, 91);
@@ -236,6 +307,7 @@ int main(int argc, char **argv)
         {"proc_mem", case_proc_mem},
         {"proc_mem_write", case_proc_mem_write},
         {"mincore", case_mincore},
+        {"traced", case_traced},
         {"dontneed", case_dontneed},
         {"free", case_free},
         {"mremap", case_mremap},

@@ -6,9 +6,17 @@
  *       the buffer registered, then a predicted D2H into it, then
  *       IORING_OP_WRITE_FIXED of it to a file: the file holds the D2H's
  *       bytes
- *   read_fixed lazy|eager|pinned
+ *   read_fixed lazy|eager|pinned [HOW]
  *       the same, then IORING_OP_READ_FIXED of a file into it: the CPU
- *       reads the file's bytes, and the H2D carries them to the device */
+ *       reads the file's bytes, and the H2D carries them to the device.
+ *       HOW is how and when the buffer is registered:
+ *         before      IORING_REGISTER_BUFFERS through syscall(), before
+ *                     the D2H (the default)
+ *         after       the same, after the D2H (the snapshot exists)
+ *         buffers2    IORING_REGISTER_BUFFERS2, before the D2H
+ *         raw         IORING_REGISTER_BUFFERS by the system call
+ *                     instruction (no wrapper can see it), before
+ *         reregister  registered, unregistered, a D2H, registered again */
 #define _GNU_SOURCE
 #include "adv_common.h"
 
@@ -88,19 +96,86 @@ static int ring_fixed(struct ring *r, int op, int fd, void *addr, size_t len)
     return res;
 }
 
-/* The ring with [h, h+n) registered as its fixed buffer 0; 77 when the
- * kernel refuses. */
-static int ring_with_buffer(struct ring *r, void *h, size_t n)
+enum how { BEFORE, AFTER, BUFFERS2, RAW, REREGISTER };
+
+static enum how how_of(const char *arg)
+{
+    static const char *const names[] = {"before", "after", "buffers2", "raw", "reregister"};
+    for (int i = 0; arg != NULL && i < (int)(sizeof names / sizeof names[0]); i++)
+        if (strcmp(arg, names[i]) == 0)
+            return (enum how)i;
+    return BEFORE;
+}
+
+/* io_uring_register by the instruction itself, past every wrapper (as
+ * liburing makes it). */
+static long register_raw(int fd, unsigned op, const void *arg, unsigned nr)
+{
+#if defined(__x86_64__)
+    long r;
+    register long r10 __asm__("r10") = (long)nr;
+    __asm__ volatile("syscall"
+                     : "=a"(r)
+                     : "a"((long)__NR_io_uring_register), "D"((long)fd), "S"((long)op),
+                       "d"((long)arg), "r"(r10)
+                     : "rcx", "r11", "memory");
+    if (r < 0 && r > -4096) {
+        errno = (int)-r;
+        return -1;
+    }
+    return r;
+#else
+    (void)fd, (void)op, (void)arg, (void)nr;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+/* [h, h+n) registered as the ring's fixed buffer 0, the way how says;
+ * 0, or the errno of the refusal. */
+static int ring_register(struct ring *r, void *h, size_t n, enum how how)
 {
     struct iovec iov = {h, n};
-    int err = ring_open(r);
-    if (err == 0 && syscall(__NR_io_uring_register, r->fd, IORING_REGISTER_BUFFERS, &iov, 1) < 0)
-        err = errno;
-    if (err != 0) {
-        fprintf(stderr, "io_uring refused by this kernel: %s\n", strerror(err));
-        return ADV_SKIP;
+    long rc;
+    if (how == BUFFERS2) {
+        struct io_uring_rsrc_register reg;
+        memset(&reg, 0, sizeof reg);
+        reg.nr = 1;
+        reg.data = (uintptr_t)&iov;
+        rc = syscall(__NR_io_uring_register, r->fd, IORING_REGISTER_BUFFERS2, &reg, sizeof reg);
+    } else if (how == RAW) {
+        rc = register_raw(r->fd, IORING_REGISTER_BUFFERS, &iov, 1);
+    } else {
+        rc = syscall(__NR_io_uring_register, r->fd, IORING_REGISTER_BUFFERS, &iov, 1);
     }
-    return 0;
+    return rc < 0 ? errno : 0;
+}
+
+static int refused(int err)
+{
+    fprintf(stderr, "io_uring refused by this kernel: %s\n", strerror(err));
+    return ADV_SKIP;
+}
+
+/* The ring with [h, h+n) registered as its fixed buffer 0 where how
+ * registers it before the D2H (reregister: registered and unregistered
+ * again); 77 when the kernel refuses. */
+static int ring_with_buffer(struct ring *r, void *h, size_t n, enum how how)
+{
+    int err = ring_open(r);
+    if (err == 0 && how != AFTER)
+        err = ring_register(r, h, n, how == REREGISTER ? BEFORE : how);
+    if (err == 0 && how == REREGISTER &&
+        syscall(__NR_io_uring_register, r->fd, IORING_UNREGISTER_BUFFERS, NULL, 0) < 0)
+        err = errno;
+    return err != 0 ? refused(err) : 0;
+}
+
+/* The registration how makes after the D2H. */
+static int ring_after(struct ring *r, void *h, size_t n, enum how how)
+{
+    int err = how == AFTER || how == REREGISTER ? ring_register(r, h, n, BEFORE) : 0;
+    return err != 0 ? refused(err) : 0;
 }
 
 static int case_write_fixed(int argc, char **argv)
@@ -108,7 +183,7 @@ static int case_write_fixed(int argc, char **argv)
     struct adv_buf b;
     struct ring r;
     adv_buf_init(&b, NULL, N, adv_mem_of(argc > 1 ? argv[1] : NULL));
-    if (ring_with_buffer(&r, b.h, N) != 0)
+    if (ring_with_buffer(&r, b.h, N, BEFORE) != 0)
         return ADV_SKIP;
     adv_buf_prime(&b);
     adv_bounce(&b, 71);
@@ -127,8 +202,9 @@ static int case_read_fixed(int argc, char **argv)
 {
     struct adv_buf b;
     struct ring r;
+    enum how how = how_of(argc > 2 ? argv[2] : NULL);
     adv_buf_init(&b, NULL, N, adv_mem_of(argc > 1 ? argv[1] : NULL));
-    if (ring_with_buffer(&r, b.h, N) != 0)
+    if (ring_with_buffer(&r, b.h, N, how) != 0)
         return ADV_SKIP;
     const char *path = adv_path("to_read");
     unsigned char *bytes = malloc(N);
@@ -136,6 +212,8 @@ static int case_read_fixed(int argc, char **argv)
     adv_write_file(path, bytes, N);
     adv_buf_prime(&b);
     adv_bounce(&b, 73);
+    if (ring_after(&r, b.h, N, how) != 0)
+        return ADV_SKIP;
     int fd = open(path, O_RDONLY);
     int res = ring_fixed(&r, IORING_OP_READ_FIXED, fd, b.h, N);
     close(fd);
