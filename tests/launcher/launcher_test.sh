@@ -283,20 +283,21 @@ case_signals_report() {
 
 case_signals_job() {
     # SIGTSTP sent to the launcher stops the program and the launcher (a
-    # shell waiting for the job sees it stop); SIGCONT resumes both.
+    # shell waiting for the job sees it stop); SIGCONT resumes both. Up to
+    # 30 s each way: a loaded machine may take seconds to schedule them.
     start_bg -- run "$P" wait "$dir/ready"
     child=$(cat "/proc/$pid/task/$pid/children" 2>/dev/null | tr -d ' ')
     [ -n "$child" ] || bad "no child of the launcher"
     kill -TSTP "$pid"
     i=0
-    while { [ "$(pstate "$pid")" != T ] || [ "$(pstate "$child")" != T ]; } && [ $i -lt 250 ]; do
+    while { [ "$(pstate "$pid")" != T ] || [ "$(pstate "$child")" != T ]; } && [ $i -lt 1500 ]; do
         sleep 0.02; i=$((i + 1))
     done
     [ "$(pstate "$pid")" = T ] || bad "SIGTSTP: the launcher is $(pstate "$pid"), not stopped"
     [ "$(pstate "$child")" = T ] || bad "SIGTSTP: the program is $(pstate "$child"), not stopped"
     kill -CONT "$pid"
     i=0
-    while [ "$(pstate "$child")" = T ] && [ $i -lt 250 ]; do sleep 0.02; i=$((i + 1)); done
+    while [ "$(pstate "$child")" = T ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i + 1)); done
     [ "$(pstate "$child")" != T ] || bad "SIGCONT: the program is still stopped"
     kill -TERM "$pid"
     wait "$pid"; rc=$?
