@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include "sigmask.h"
 #include "uffd.h"
 
 extern pthread_mutex_t bounce_mu;
@@ -17,21 +18,11 @@ extern pthread_cond_t bounce_cv;
  * lock meanwhile). */
 extern _Thread_local sigset_t bounce_held_mask;
 
-/* Blocks every asynchronous signal; the mask before goes into *old, for
- * pthread_sigmask(SIG_SETMASK, old, NULL) at the section's end.
- * Synchronous signals stay open: a section touches no memory of the
- * program's, and a blocked SIGSEGV raised by a fault would kill. */
+/* Blocks every asynchronous signal, the mask before into *old
+ * (core/sigmask.h): a section touches no memory of the program's. */
 static inline void bounce_block_signals(sigset_t *old)
 {
-    sigset_t async;
-    sigfillset(&async);
-    sigdelset(&async, SIGSEGV);
-    sigdelset(&async, SIGBUS);
-    sigdelset(&async, SIGFPE);
-    sigdelset(&async, SIGILL);
-    sigdelset(&async, SIGTRAP);
-    sigdelset(&async, SIGSYS);
-    pthread_sigmask(SIG_BLOCK, &async, old);
+    shim_block_async_signals(old);
 }
 
 /* bounce_mu, with every asynchronous signal blocked until bounce_unlock

@@ -24,6 +24,7 @@
 #include "log.h"
 #include "lock.h"
 #include "pages.h"
+#include "shim.h"
 #include "stage.h"
 #include "table.h"
 #include "uffd.h"
@@ -427,5 +428,8 @@ bool bounce_start(void)
 {
     bounce_page = (size_t)sysconf(_SC_PAGESIZE);
     bounce_page_shift = (unsigned)__builtin_ctzl(bounce_page);
+    /* Before the first snapshot: from now on a program thread inside the
+     * driver or the shim takes no asynchronous signal (shim.h). */
+    shim_quiet_enable();
     return uffd_open(&ops);
 }

@@ -181,17 +181,14 @@ static void open_body(void)
         shim_fd_release(&uffd_guard);
         return;
     }
-    /* The handler takes no signals: they belong to the program's threads. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
+    /* The handler takes no signals (shim_thread_start blocks them all):
+     * they belong to the program's threads, and lock.h counts on it. */
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_t t;
     int rc = shim_thread_start(&t, &attr, handler_main, NULL);
     pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         LOG_DEBUG("bounce: cannot start the userfaultfd handler: %s", strerror(rc));
         shim_fd_release(&epoll_guard);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "sigmask.h"
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 /* Set (release) when the start-up is done: every intercepted call asks,
@@ -347,17 +348,57 @@ void shim_guard_leave(void)
     guard_depth--;
 }
 
+/* Quiet sections (shim.h). The depth and the mask to restore are the
+ * thread's own; a signal cannot land between the block and the depth's
+ * first count (blocked by then), and one landing before it runs whole
+ * pairs of its own, leaving depth and mask as it found them. */
+static _Atomic bool quiet_wanted;
+static _Thread_local unsigned quiet_depth;
+static _Thread_local sigset_t quiet_saved;
+/* The section shim_begin opened (begin and end never nest on a thread). */
+static _Thread_local bool begin_quiet;
+
+void shim_quiet_enable(void)
+{
+    atomic_store(&quiet_wanted, true);
+}
+
+bool shim_quiet_begin(bool always)
+{
+    if (quiet_depth > 0) {
+        quiet_depth++;
+        return true;
+    }
+    if (!always && !atomic_load_explicit(&quiet_wanted, memory_order_acquire))
+        return false;
+    sigset_t old;
+    shim_block_async_signals(&old);
+    quiet_saved = old;
+    quiet_depth = 1;
+    return true;
+}
+
+void shim_quiet_end(bool begun)
+{
+    if (!begun || --quiet_depth > 0)
+        return;
+    sigset_t old = quiet_saved;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
 bool shim_begin(void)
 {
     if (shim_reentered())
         return false;
     shim_init();
     shim_guard_enter();
+    begin_quiet = shim_quiet_begin(false);
     return true;
 }
 
 void shim_end(void)
 {
+    shim_quiet_end(begin_quiet);
     shim_guard_leave();
 }
 
