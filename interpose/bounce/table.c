@@ -123,6 +123,17 @@ void bounce_snap_free(struct snap *s)
 
 /* ---- ending ------------------------------------------------------------- */
 
+/* A quiet section (shim.h) on a program thread: ending a snapshot calls
+ * the driver and the kernel on pages the handler may be waiting on, and a
+ * signal handler there touching a lazy page would wait for this thread.
+ * Program threads reach these from free(), outside any wrapper. The
+ * handler thread's signals are all blocked already. */
+static bool quiet_begin(void)
+{
+    return !uffd_in_handler() && shim_quiet_begin(true);
+}
+
+
 static void destroy(struct snap *s)
 {
     /* Ended (overwritten, freed, ...) before serving an H2D: wasted. */
@@ -150,6 +161,7 @@ static void destroy(struct snap *s)
  * its buffer back, once no one else works on it. */
 void bounce_end(struct snap *s, bool fill, uintptr_t ex_lo, uintptr_t ex_hi)
 {
+    bool quiet = quiet_begin();
     if (fill && s->lazy)
         bounce_fill_range(s, s->reg_lo, s->reg_hi, ex_lo, ex_hi, false);
     bounce_lock();
@@ -157,6 +169,7 @@ void bounce_end(struct snap *s, bool fill, uintptr_t ex_lo, uintptr_t ex_hi)
         s->busy--;
         pthread_cond_broadcast(&bounce_cv);
         bounce_unlock();
+        shim_quiet_end(quiet);
         return;
     }
     s->ending = true;
@@ -164,6 +177,7 @@ void bounce_end(struct snap *s, bool fill, uintptr_t ex_lo, uintptr_t ex_hi)
         bounce_wait();
     bounce_unlock();
     destroy(s);
+    shim_quiet_end(quiet);
 }
 
 /* The snapshot whose tracked pages are exactly those of [host,
@@ -239,6 +253,7 @@ void bounce_end_overlapping(uintptr_t lo, uintptr_t hi, bool keep, bool setup)
     const size_t pg = bounce_page;
     uintptr_t plo = lo & ~(uintptr_t)(pg - 1);
     uintptr_t phi = (hi + pg - 1) & ~(uintptr_t)(pg - 1);
+    bool quiet = quiet_begin();
     bounce_lock();
     for (;;) {
         struct snap *s = NULL, *shared = NULL;
@@ -275,6 +290,7 @@ void bounce_end_overlapping(uintptr_t lo, uintptr_t hi, bool keep, bool setup)
         bounce_lock();
     }
     bounce_unlock();
+    shim_quiet_end(quiet);
 }
 
 /* ---- userfaultfd callbacks (the handler thread) ------------------------- */
@@ -378,6 +394,7 @@ void bounce_reap(void)
 {
     if (atomic_load_explicit(&bounce_gone_pending, memory_order_relaxed) == 0 || uffd_in_handler())
         return;
+    bool quiet = shim_quiet_begin(true);
     bounce_lock();
     for (;;) {
         struct snap *s = bounce_head;
@@ -393,6 +410,7 @@ void bounce_reap(void)
         bounce_lock();
     }
     bounce_unlock();
+    shim_quiet_end(quiet);
 }
 
 static void on_moved(uintptr_t from, uintptr_t to, size_t len)

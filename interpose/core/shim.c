@@ -386,6 +386,11 @@ void shim_quiet_end(bool begun)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+void shim_quiet_scope_end(const bool *begun)
+{
+    shim_quiet_end(*begun);
+}
+
 bool shim_begin(void)
 {
     if (shim_reentered())

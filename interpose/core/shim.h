@@ -185,10 +185,18 @@ void shim_end(void);
  * program that never bounces pays nothing. always: even before then (a
  * lock that the handler thread takes). The answer goes to the matching
  * shim_quiet_end. shim_begin and shim_end hold one across the shim's
- * processing; the copy wrappers hold one across the driver's call too. */
+ * processing; every wrapper of a driver function holds one across the
+ * driver's call too (SHIM_QUIET_SCOPE). */
 void shim_quiet_enable(void);
 bool shim_quiet_begin(bool always);
 void shim_quiet_end(bool begun);
+/* A quiet section (shim_quiet_begin(false)) from here to the end of the
+ * enclosing block, however it is left: a wrapper's call of the driver,
+ * its early returns included. */
+void shim_quiet_scope_end(const bool *begun);
+#define SHIM_QUIET_SCOPE()                                                    \
+    bool shim_quiet_scope_ __attribute__((cleanup(shim_quiet_scope_end))) =   \
+        shim_quiet_begin(false)
 
 /* This thread's kernel id, cached per thread (reset in a fork child). */
 uint32_t shim_thread_id(void);

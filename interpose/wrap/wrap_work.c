@@ -16,6 +16,7 @@
         pfn_##name real = REAL(name);                                         \
         if (real == NULL)                                                     \
             return CUDA_ERROR_NOT_INITIALIZED;                                \
+        SHIM_QUIET_SCOPE(); /* the driver's call: no signal (shim.h) */       \
         bounce_gpu_work();                                                    \
         return real args;                                                     \
     }
@@ -71,6 +72,7 @@ WRAP_WORK(cuStreamBatchMemOp_v2_ptsz, BATCH_PARAMS, BATCH_ARGS)
         pfn_##name real = REAL(name);                                         \
         if (real == NULL)                                                     \
             return CUDA_ERROR_NOT_INITIALIZED;                                \
+        SHIM_QUIET_SCOPE(); /* the driver's call: no signal (shim.h) */       \
         if (bounce_active() && shim_begin()) {                                \
             bounce_gpu_writes(dst, (span));                                   \
             shim_end();                                                       \
