@@ -11,6 +11,8 @@
  *       or enters the driver: malloc and free of a bounced buffer (free
  *       ends its snapshot), cuMemAlloc and cuMemFree, close, every copy
  *       API, a memset
+ *   handler_unwrapped  the same inside driver calls the shim does not
+ *       wrap (cuStreamSynchronize, cuCtxSetCurrent): a known limit
  *   storm            a SIGALRM every 50 us, without SA_RESTART, while
  *       every copy API runs in a loop (device copies) and host rounds go
  *       through every D2H/H2D flavour over a bounced buffer: the signal
@@ -270,6 +272,47 @@ static int case_handler_wrappers(int argc, char **argv)
     return 0;
 }
 
+/* The handler reads while its thread is inside driver calls the shim does
+ * not wrap (making a context current, synchronizing a stream behind long
+ * copies): the fault handler's fill then needs the driver the interrupted
+ * thread is inside. */
+static int case_handler_unwrapped(int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    const size_t big = (size_t)8 << 20;
+    adv_buf_init(&buf, NULL, N, ADV_LAZY);
+    CUdeviceptr a = pl_alloc(bt_env.ctx[0], big), b = pl_alloc(bt_env.ctx[0], big);
+    CUstream stream;
+    pl_use(bt_env.ctx[0]);
+    PL_OK(cuStreamCreate(&stream, 0));
+    adv_bounce(&buf, 61);
+    on_alarm(reader_one, SA_RESTART);
+    timer_every(200);
+    int taken = 0;
+    for (int round = 0; round < 30; round++) {
+        taken += rebounce();
+        for (int i = 0; i < 4; i++)
+            PL_OK(cuMemcpyDtoDAsync_v2(b, a, big, stream));
+        CUresult r;
+        ARMED(r = cuStreamSynchronize(stream));
+        PL_OK(r);
+        for (int i = 0; i < 64; i++) {
+            ARMED(r = cuCtxSetCurrent(bt_env.ctx[i % 2]));
+            PL_OK(r);
+        }
+        pl_use(bt_env.ctx[0]);
+    }
+    timer_every(0);
+    PL_OK(cuStreamDestroy_v2(stream));
+    if (adv_shim)
+        fprintf(stderr, "adv: %d of 30 bounces taken, the handler read %d times\n", taken,
+                (int)handler_runs);
+    adv_say("the handler ran: %s", handler_runs > 0 ? "yes" : "no");
+    adv_say("the handler saw other bytes: %d times", (int)handler_bad);
+    adv_digest("read back", buf.h, N);
+    return 0;
+}
+
 static atomic_long storm_signals;
 
 static void count_signal(int sig)
@@ -452,6 +495,7 @@ int main(int argc, char **argv)
         {"handler_reads", case_handler_reads},
         {"handler_writes", case_handler_writes},
         {"handler_wrappers", case_handler_wrappers},
+        {"handler_unwrapped", case_handler_unwrapped},
         {"storm", case_storm},
         {"process_directed", case_process_directed},
         {"thread_masks", case_thread_masks},
