@@ -30,6 +30,23 @@
 #include "uffd.h"
 #include "watch.h"
 
+/* Why no signal handler can hang the process on bounce_mu (or on what
+ * the fault handler waits for with it): a hang needs a thread that, in a
+ * signal handler, faults on a lazy page while that same thread holds
+ * something the handler thread needs to resolve the fault. The handler
+ * thread needs: bounce_mu, its staging buffer's lock, uffd.c's vetted_mu
+ * and batch_mu, the driver, and the end of a snapshot's setup (a fault
+ * on pages being set up waits for it). A program thread holds each of
+ * these only inside a quiet section (core/shim.h), where no asynchronous
+ * signal is delivered: bounce_mu through bounce_lock; the staging and
+ * uffd locks through their own quiet sections; the driver through the
+ * wrappers (SHIM_QUIET_SCOPE, shim_begin) once shim_quiet_enable ran, in
+ * bounce_start, before any snapshot existed; a setup inside the D2H
+ * wrapper's section. The handler thread itself takes no signal
+ * (shim_thread_start) and never waits for a program thread. What stays
+ * open: a driver call the program makes past the shim (an unwrapped
+ * function), and a synchronous signal (SIGSEGV, ...) raised in a section,
+ * which touches no memory of the program's. */
 pthread_mutex_t bounce_mu = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t bounce_cv = PTHREAD_COND_INITIALIZER;
 _Thread_local sigset_t bounce_held_mask;
