@@ -49,7 +49,6 @@
  * which touches no memory of the program's. */
 pthread_mutex_t bounce_mu = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t bounce_cv = PTHREAD_COND_INITIALIZER;
-_Thread_local sigset_t bounce_held_mask;
 struct snap *bounce_head;
 _Atomic size_t bounce_count;
 _Atomic uint64_t bounce_work_gen;

@@ -71,18 +71,18 @@ static pthread_mutex_t vetted_mu = PTHREAD_MUTEX_INITIALIZER;
  * threads only in quiet sections (shim.h): a signal handler there that
  * touched a lazy page would wait for the handler, which would wait for
  * the lock (bounce/table.h's contract). */
-static _Thread_local bool vetted_quiet;
-
 static void vetted_lock(void)
 {
-    vetted_quiet = !is_handler && shim_quiet_begin(true);
+    if (!is_handler)
+        shim_quiet_begin(true);
     pthread_mutex_lock(&vetted_mu);
 }
 
 static void vetted_unlock(void)
 {
     pthread_mutex_unlock(&vetted_mu);
-    shim_quiet_end(vetted_quiet);
+    if (!is_handler)
+        shim_quiet_end(true);
 }
 
 /* The kernel's answer for a descriptor that also takes kernel-mode faults:

@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -354,7 +355,11 @@ void shim_guard_leave(void)
  * pairs of its own, leaving depth and mask as it found them. */
 static _Atomic bool quiet_wanted;
 static _Thread_local unsigned quiet_depth;
-static _Thread_local sigset_t quiet_saved;
+/* The mask to restore, as the kernel keeps it: 64 bits, the first eight
+ * bytes of a sigset_t (glibc and musl), whose 128 would more than double
+ * the shim's static TLS (footprint.tls). */
+static _Thread_local uint64_t quiet_saved;
+_Static_assert(sizeof(sigset_t) >= sizeof(uint64_t), "a sigset_t holds the kernel's mask");
 /* The section shim_begin opened (begin and end never nest on a thread). */
 static _Thread_local bool begin_quiet;
 
@@ -373,7 +378,7 @@ bool shim_quiet_begin(bool always)
         return false;
     sigset_t old;
     shim_block_async_signals(&old);
-    quiet_saved = old;
+    memcpy(&quiet_saved, &old, sizeof quiet_saved);
     quiet_depth = 1;
     return true;
 }
@@ -382,7 +387,9 @@ void shim_quiet_end(bool begun)
 {
     if (!begun || --quiet_depth > 0)
         return;
-    sigset_t old = quiet_saved;
+    sigset_t old;
+    sigemptyset(&old);
+    memcpy(&old, &quiet_saved, sizeof quiet_saved);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
