@@ -271,9 +271,9 @@ static int case_handler_wrappers(int argc, char **argv)
     on_alarm(reader_one, SA_RESTART);
     timer_every(200);
     int taken = 0;
-    for (int round = 0; round < 30; round++) {
+    for (int round = 0; round < 16; round++) {
         taken += wrapper_round(&b2, round);
-        if (round % 3 == 0) {
+        if (round % 4 == 0) {
             taken += rebounce();
             armed_copies(stream, s0, d1, n, round);
         }
@@ -281,7 +281,7 @@ static int case_handler_wrappers(int argc, char **argv)
     timer_every(0);
     PL_OK(cuStreamDestroy_v2(stream));
     if (adv_shim)
-        fprintf(stderr, "adv: %d of 130 bounces taken, the handler read %d times\n", taken,
+        fprintf(stderr, "adv: %d of 68 bounces taken, the handler read %d times\n", taken,
                 (int)handler_runs);
     adv_say("the handler ran: %s", handler_runs > 0 ? "yes" : "no");
     adv_say("the handler saw other bytes: %d times", (int)handler_bad);
