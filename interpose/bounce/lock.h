@@ -8,55 +8,35 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include "shim.h"
+#include "sigmask.h"
 #include "uffd.h"
 
 extern pthread_mutex_t bounce_mu;
 extern pthread_cond_t bounce_cv;
-/* The mask a program thread had before bounce_lock, restored by
- * bounce_unlock (per thread: a cond wait lets other threads take the
- * lock meanwhile). */
-extern _Thread_local sigset_t bounce_held_mask;
 
-/* Blocks every asynchronous signal; the mask before goes into *old, for
- * pthread_sigmask(SIG_SETMASK, old, NULL) at the section's end.
- * Synchronous signals stay open: a section touches no memory of the
- * program's, and a blocked SIGSEGV raised by a fault would kill. */
+/* Blocks every asynchronous signal, the mask before into *old
+ * (core/sigmask.h): a section touches no memory of the program's. */
 static inline void bounce_block_signals(sigset_t *old)
 {
-    sigset_t async;
-    sigfillset(&async);
-    sigdelset(&async, SIGSEGV);
-    sigdelset(&async, SIGBUS);
-    sigdelset(&async, SIGFPE);
-    sigdelset(&async, SIGILL);
-    sigdelset(&async, SIGTRAP);
-    sigdelset(&async, SIGSYS);
-    pthread_sigmask(SIG_BLOCK, &async, old);
+    shim_block_async_signals(old);
 }
 
-/* bounce_mu, with every asynchronous signal blocked until bounce_unlock
- * (the handler thread blocks them all from its start: no system call). */
+/* bounce_mu inside a quiet section (core/shim.h: every asynchronous
+ * signal blocked until bounce_unlock; nested in a wrapper's section, no
+ * system call). The handler thread blocks them all from its start. */
 static inline void bounce_lock(void)
 {
-    if (uffd_in_handler()) {
-        pthread_mutex_lock(&bounce_mu);
-        return;
-    }
-    sigset_t old;
-    bounce_block_signals(&old);
+    if (!uffd_in_handler())
+        shim_quiet_begin(true);
     pthread_mutex_lock(&bounce_mu);
-    bounce_held_mask = old;
 }
 
 static inline void bounce_unlock(void)
 {
-    if (uffd_in_handler()) {
-        pthread_mutex_unlock(&bounce_mu);
-        return;
-    }
-    sigset_t old = bounce_held_mask;
     pthread_mutex_unlock(&bounce_mu);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (!uffd_in_handler())
+        shim_quiet_end(true);
 }
 
 /* Waits on bounce_cv (lock held through bounce_lock; the mask stays). */

@@ -24,14 +24,31 @@
 #include "log.h"
 #include "lock.h"
 #include "pages.h"
+#include "shim.h"
 #include "stage.h"
 #include "table.h"
 #include "uffd.h"
 #include "watch.h"
 
+/* Why no signal handler can hang the process on bounce_mu (or on what
+ * the fault handler waits for with it): a hang needs a thread that, in a
+ * signal handler, faults on a lazy page while that same thread holds
+ * something the handler thread needs to resolve the fault. The handler
+ * thread needs: bounce_mu, its staging buffer's lock, uffd.c's vetted_mu
+ * and batch_mu, the driver, and the end of a snapshot's setup (a fault
+ * on pages being set up waits for it). A program thread holds each of
+ * these only inside a quiet section (core/shim.h), where no asynchronous
+ * signal is delivered: bounce_mu through bounce_lock; the staging and
+ * uffd locks through their own quiet sections; the driver through the
+ * wrappers (SHIM_QUIET_SCOPE, shim_begin) once shim_quiet_enable ran, in
+ * bounce_start, before any snapshot existed; a setup inside the D2H
+ * wrapper's section. The handler thread itself takes no signal
+ * (shim_thread_start) and never waits for a program thread. What stays
+ * open: a driver call the program makes past the shim (an unwrapped
+ * function), and a synchronous signal (SIGSEGV, ...) raised in a section,
+ * which touches no memory of the program's. */
 pthread_mutex_t bounce_mu = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t bounce_cv = PTHREAD_COND_INITIALIZER;
-_Thread_local sigset_t bounce_held_mask;
 struct snap *bounce_head;
 _Atomic size_t bounce_count;
 _Atomic uint64_t bounce_work_gen;
@@ -122,6 +139,17 @@ void bounce_snap_free(struct snap *s)
 
 /* ---- ending ------------------------------------------------------------- */
 
+/* A quiet section (shim.h) on a program thread: ending a snapshot calls
+ * the driver and the kernel on pages the handler may be waiting on, and a
+ * signal handler there touching a lazy page would wait for this thread.
+ * Program threads reach these from free(), outside any wrapper. The
+ * handler thread's signals are all blocked already. */
+static bool quiet_begin(void)
+{
+    return !uffd_in_handler() && shim_quiet_begin(true);
+}
+
+
 static void destroy(struct snap *s)
 {
     /* Ended (overwritten, freed, ...) before serving an H2D: wasted. */
@@ -149,6 +177,7 @@ static void destroy(struct snap *s)
  * its buffer back, once no one else works on it. */
 void bounce_end(struct snap *s, bool fill, uintptr_t ex_lo, uintptr_t ex_hi)
 {
+    bool quiet = quiet_begin();
     if (fill && s->lazy)
         bounce_fill_range(s, s->reg_lo, s->reg_hi, ex_lo, ex_hi, false);
     bounce_lock();
@@ -156,6 +185,7 @@ void bounce_end(struct snap *s, bool fill, uintptr_t ex_lo, uintptr_t ex_hi)
         s->busy--;
         pthread_cond_broadcast(&bounce_cv);
         bounce_unlock();
+        shim_quiet_end(quiet);
         return;
     }
     s->ending = true;
@@ -163,6 +193,7 @@ void bounce_end(struct snap *s, bool fill, uintptr_t ex_lo, uintptr_t ex_hi)
         bounce_wait();
     bounce_unlock();
     destroy(s);
+    shim_quiet_end(quiet);
 }
 
 /* The snapshot whose tracked pages are exactly those of [host,
@@ -238,6 +269,7 @@ void bounce_end_overlapping(uintptr_t lo, uintptr_t hi, bool keep, bool setup)
     const size_t pg = bounce_page;
     uintptr_t plo = lo & ~(uintptr_t)(pg - 1);
     uintptr_t phi = (hi + pg - 1) & ~(uintptr_t)(pg - 1);
+    bool quiet = quiet_begin();
     bounce_lock();
     for (;;) {
         struct snap *s = NULL, *shared = NULL;
@@ -274,6 +306,7 @@ void bounce_end_overlapping(uintptr_t lo, uintptr_t hi, bool keep, bool setup)
         bounce_lock();
     }
     bounce_unlock();
+    shim_quiet_end(quiet);
 }
 
 /* ---- userfaultfd callbacks (the handler thread) ------------------------- */
@@ -377,6 +410,7 @@ void bounce_reap(void)
 {
     if (atomic_load_explicit(&bounce_gone_pending, memory_order_relaxed) == 0 || uffd_in_handler())
         return;
+    bool quiet = shim_quiet_begin(true);
     bounce_lock();
     for (;;) {
         struct snap *s = bounce_head;
@@ -392,6 +426,7 @@ void bounce_reap(void)
         bounce_lock();
     }
     bounce_unlock();
+    shim_quiet_end(quiet);
 }
 
 static void on_moved(uintptr_t from, uintptr_t to, size_t len)
@@ -427,5 +462,8 @@ bool bounce_start(void)
 {
     bounce_page = (size_t)sysconf(_SC_PAGESIZE);
     bounce_page_shift = (unsigned)__builtin_ctzl(bounce_page);
+    /* Before the first snapshot: from now on a program thread inside the
+     * driver or the shim takes no asynchronous signal (shim.h). */
+    shim_quiet_enable();
     return uffd_open(&ops);
 }

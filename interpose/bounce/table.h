@@ -26,7 +26,11 @@
  * it, so only programs that bounce pay the two system calls. The other
  * locks the handler takes obey the same rule: its staging buffer's
  * (stage.c: program threads take it only with signals blocked), and
- * never the predictor's (watch.h: evidence_later). */
+ * never the predictor's (watch.h: evidence_later). A program thread
+ * inside the driver holds the driver's own locks, which the handler's
+ * fills need: from bounce_start on, every wrapper's driver call is a
+ * quiet section (core/shim.h); table.c argues the whole at bounce_mu's
+ * definition. */
 extern struct snap *bounce_head;
 extern _Atomic size_t bounce_count;    /* snapshots listed: the fast-path test */
 extern _Atomic uint64_t bounce_work_gen; /* GPU work issued (bounce_gpu_work) */

@@ -19,6 +19,7 @@
 
 #include "fd_guard.h"
 #include "log.h"
+#include "shim.h"
 #include "shim_sys.h"
 #include "thread_start.h"
 
@@ -65,6 +66,24 @@ static struct vetted {
 } vetted[VETTED_MAX];
 static unsigned vetted_next;
 static pthread_mutex_t vetted_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* The locks the handler takes (vetted_mu, batch_mu) are taken by program
+ * threads only in quiet sections (shim.h): a signal handler there that
+ * touched a lazy page would wait for the handler, which would wait for
+ * the lock (bounce/table.h's contract). */
+static void vetted_lock(void)
+{
+    if (!is_handler)
+        shim_quiet_begin(true);
+    pthread_mutex_lock(&vetted_mu);
+}
+
+static void vetted_unlock(void)
+{
+    pthread_mutex_unlock(&vetted_mu);
+    if (!is_handler)
+        shim_quiet_end(true);
+}
 
 /* The kernel's answer for a descriptor that also takes kernel-mode faults:
  * the syscall first, then /dev/userfaultfd (which root may use when the
@@ -181,17 +200,14 @@ static void open_body(void)
         shim_fd_release(&uffd_guard);
         return;
     }
-    /* The handler takes no signals: they belong to the program's threads. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
+    /* The handler takes no signals (shim_thread_start blocks them all):
+     * they belong to the program's threads, and lock.h counts on it. */
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_t t;
     int rc = shim_thread_start(&t, &attr, handler_main, NULL);
     pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         LOG_DEBUG("bounce: cannot start the userfaultfd handler: %s", strerror(rc));
         shim_fd_release(&epoll_guard);
@@ -236,11 +252,11 @@ void uffd_unregister(uintptr_t start, size_t len)
     if (the_fd >= 0)
         ioctl(the_fd, UFFDIO_UNREGISTER, &r);
     /* No longer ours: an unmap there raises no event from now on. */
-    pthread_mutex_lock(&vetted_mu);
+    vetted_lock();
     for (int i = 0; i < VETTED_MAX; i++)
         if (vetted[i].lo < start + len && start < vetted[i].hi)
             vetted[i].hi = 0;
-    pthread_mutex_unlock(&vetted_mu);
+    vetted_unlock();
 }
 
 /* EAGAIN: an UNMAP/REMOVE/REMAP event is waiting to be read, and the
@@ -372,10 +388,12 @@ void uffd_barrier(void)
 {
     if (atomic_load(&in_batch) == 0 || is_handler)
         return;
+    bool quiet = shim_quiet_begin(true);
     pthread_mutex_lock(&batch_mu);
     while (atomic_load(&in_batch) != 0)
         pthread_cond_wait(&batch_cv, &batch_mu);
     pthread_mutex_unlock(&batch_mu);
+    shim_quiet_end(quiet);
 }
 
 bool uffd_in_handler(void)
@@ -445,19 +463,19 @@ static bool maps_private_anon(uintptr_t start, size_t len);
 bool uffd_private_anon(uintptr_t start, size_t len)
 {
     uint64_t gen = atomic_load(&maps_gen);
-    pthread_mutex_lock(&vetted_mu);
+    vetted_lock();
     for (int i = 0; i < VETTED_MAX; i++)
         if (vetted[i].gen == gen && vetted[i].lo <= start && start + len <= vetted[i].hi &&
             vetted[i].hi != 0) {
-            pthread_mutex_unlock(&vetted_mu);
+            vetted_unlock();
             return true;
         }
-    pthread_mutex_unlock(&vetted_mu);
+    vetted_unlock();
     if (!maps_private_anon(start, len))
         return false;
-    pthread_mutex_lock(&vetted_mu);
+    vetted_lock();
     vetted[vetted_next++ % VETTED_MAX] = (struct vetted){start, start + len, gen};
-    pthread_mutex_unlock(&vetted_mu);
+    vetted_unlock();
     return true;
 }
 

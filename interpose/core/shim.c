@@ -5,10 +5,12 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "log.h"
+#include "sigmask.h"
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 /* Set (release) when the start-up is done: every intercepted call asks,
@@ -341,17 +343,68 @@ void shim_guard_leave(void)
     guard_depth--;
 }
 
+/* Quiet sections (shim.h). The depth and the mask to restore are the
+ * thread's own; a signal cannot land between the block and the depth's
+ * first count (blocked by then), and one landing before it runs whole
+ * pairs of its own, leaving depth and mask as it found them. */
+static _Atomic bool quiet_wanted;
+static _Thread_local unsigned quiet_depth;
+/* The mask to restore, as the kernel keeps it: 64 bits, the first eight
+ * bytes of a sigset_t (glibc and musl), whose 128 would more than double
+ * the shim's static TLS (footprint.tls). */
+static _Thread_local uint64_t quiet_saved;
+_Static_assert(sizeof(sigset_t) >= sizeof(uint64_t), "a sigset_t holds the kernel's mask");
+/* The section shim_begin opened (begin and end never nest on a thread). */
+static _Thread_local bool begin_quiet;
+
+void shim_quiet_enable(void)
+{
+    atomic_store(&quiet_wanted, true);
+}
+
+bool shim_quiet_begin(bool always)
+{
+    if (quiet_depth > 0) {
+        quiet_depth++;
+        return true;
+    }
+    if (!always && !atomic_load_explicit(&quiet_wanted, memory_order_acquire))
+        return false;
+    sigset_t old;
+    shim_block_async_signals(&old);
+    memcpy(&quiet_saved, &old, sizeof quiet_saved);
+    quiet_depth = 1;
+    return true;
+}
+
+void shim_quiet_end(bool begun)
+{
+    if (!begun || --quiet_depth > 0)
+        return;
+    sigset_t old;
+    sigemptyset(&old);
+    memcpy(&old, &quiet_saved, sizeof quiet_saved);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+void shim_quiet_scope_end(const bool *begun)
+{
+    shim_quiet_end(*begun);
+}
+
 bool shim_begin(void)
 {
     if (shim_reentered())
         return false;
     shim_init();
     shim_guard_enter();
+    begin_quiet = shim_quiet_begin(false);
     return true;
 }
 
 void shim_end(void)
 {
+    shim_quiet_end(begin_quiet);
     shim_guard_leave();
 }
 

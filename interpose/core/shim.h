@@ -164,6 +164,36 @@ void shim_guard_leave(void);
 bool shim_begin(void);
 void shim_end(void);
 
+/* Quiet sections: where a program thread may hold a lock that the shim's
+ * userfaultfd handler needs to resolve a fault (the driver's own locks,
+ * inside any driver call; the bounce module's locks; a snapshot's setup,
+ * whose pages the handler leaves waiting until it is done), every
+ * asynchronous signal is blocked. A signal handler of the program's that
+ * touches a lazy page there would wait for the handler thread, which
+ * would wait for the interrupted thread: a hang. Blocked, a signal is
+ * delivered at the section's end instead, not lost. Synchronous signals
+ * (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS) stay open: blocked,
+ * a fault would kill. Sections nest (only the outermost pair costs the
+ * two system calls) and are async-signal-safe.
+ *
+ * shim_quiet_begin(false) opens one only once the bounce module has
+ * asked for them (shim_quiet_enable, before its first snapshot): a
+ * program that never bounces pays nothing. always: even before then (a
+ * lock that the handler thread takes). The answer goes to the matching
+ * shim_quiet_end. shim_begin and shim_end hold one across the shim's
+ * processing; every wrapper of a driver function holds one across the
+ * driver's call too (SHIM_QUIET_SCOPE). */
+void shim_quiet_enable(void);
+bool shim_quiet_begin(bool always);
+void shim_quiet_end(bool begun);
+/* A quiet section (shim_quiet_begin(false)) from here to the end of the
+ * enclosing block, however it is left: a wrapper's call of the driver,
+ * its early returns included. */
+void shim_quiet_scope_end(const bool *begun);
+#define SHIM_QUIET_SCOPE()                                                    \
+    bool shim_quiet_scope_ __attribute__((cleanup(shim_quiet_scope_end))) =   \
+        shim_quiet_begin(false)
+
 /* This thread's kernel id, cached per thread (reset in a fork child). */
 uint32_t shim_thread_id(void);
 

@@ -1,5 +1,7 @@
+#define _GNU_SOURCE
 #include "thread_start.h"
 
+#include <signal.h>
 #include <stdbool.h>
 
 struct handshake {
@@ -27,7 +29,11 @@ int shim_thread_start(pthread_t *thread, const pthread_attr_t *attr,
                       void *(*fn)(void *), void *arg)
 {
     struct handshake h = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, fn, arg};
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
     int rc = pthread_create(thread, attr, trampoline, &h);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc == 0) {
         pthread_mutex_lock(&h.mu);
         while (!h.running)

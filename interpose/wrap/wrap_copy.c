@@ -34,16 +34,20 @@
         struct copy_call *call = &call_;                                      \
         if (!shim_begin())                                                    \
             return real args;                                                 \
+        bool quiet_ = shim_quiet_begin(false); /* the driver's call too */    \
         struct copy_action act_ = act;                                        \
         shim_end();                                                           \
-        if (act_.replaced)                                                    \
-            return act_.rc;                                                   \
-        if (call_.correlation == 0 && !call_.nvtx_range &&                    \
-            !link_life_pending(call))                                         \
-            return real args;                                                 \
-        copy_call_begin(call);                                                \
-        CUresult r_ = real args;                                              \
-        copy_call_end(call);                                                  \
+        CUresult r_ = act_.rc;                                                \
+        if (!act_.replaced) {                                                 \
+            bool plain_ = call_.correlation == 0 && !call_.nvtx_range &&      \
+                          !link_life_pending(call);                           \
+            if (!plain_)                                                      \
+                copy_call_begin(call);                                        \
+            r_ = real args;                                                   \
+            if (!plain_)                                                      \
+                copy_call_end(call);                                          \
+        }                                                                     \
+        shim_quiet_end(quiet_);                                               \
         return r_;                                                            \
     }
 /* A copy the shim only considers (maybe enabling peer access), never

@@ -15,7 +15,8 @@
 #define REAL_OR_FAIL(name)                                                    \
     pfn_##name real = REAL(name);                                             \
     if (real == NULL)                                                         \
-        return CUDA_ERROR_NOT_INITIALIZED
+        return CUDA_ERROR_NOT_INITIALIZED;                                    \
+    SHIM_QUIET_SCOPE() /* the driver's call: no signal (shim.h) */
 
 P2PSHIM_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {

@@ -22,6 +22,7 @@ P2PSHIM_EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned in
     pfn_cuCtxEnablePeerAccess real = REAL(cuCtxEnablePeerAccess);
     if (real == NULL)
         return CUDA_ERROR_NOT_INITIALIZED;
+    SHIM_QUIET_SCOPE(); /* the driver's call: no signal (shim.h) */
     if (!shim_begin())
         return real(peerContext, Flags);
     CUresult r = peer_app_enable(peerContext, Flags, real);
@@ -38,6 +39,7 @@ P2PSHIM_EXPORT CUresult cuCtxDisablePeerAccess(CUcontext peerContext)
     pfn_cuCtxDisablePeerAccess real = REAL(cuCtxDisablePeerAccess);
     if (real == NULL)
         return CUDA_ERROR_NOT_INITIALIZED;
+    SHIM_QUIET_SCOPE(); /* the driver's call: no signal (shim.h) */
     if (!shim_begin())
         return real(peerContext);
     CUresult r = peer_app_disable(peerContext, real);
@@ -88,6 +90,7 @@ static void forget_if_inactive(CUdevice dev)
         pfn_##name real = REAL(name);                                         \
         if (real == NULL)                                                     \
             return CUDA_ERROR_NOT_INITIALIZED;                                \
+        SHIM_QUIET_SCOPE(); /* the driver's call: no signal (shim.h) */       \
         before_ctx_gone(NULL, (int)dev);                                      \
         CUresult r = real(dev);                                               \
         if (r == CUDA_SUCCESS)                                                \
@@ -105,6 +108,7 @@ P2PSHIM_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
     pfn_cuCtxDestroy_v2 real = REAL(cuCtxDestroy_v2);
     if (real == NULL)
         return CUDA_ERROR_NOT_INITIALIZED;
+    SHIM_QUIET_SCOPE(); /* the driver's call: no signal (shim.h) */
     before_ctx_gone(ctx, -1);
     CUresult r = real(ctx);
     if (r == CUDA_SUCCESS && shim_begin()) {

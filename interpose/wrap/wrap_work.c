@@ -17,6 +17,7 @@
         pfn_##name real = REAL(name);                                         \
         if (real == NULL)                                                     \
             return CUDA_ERROR_NOT_INITIALIZED;                                \
+        SHIM_QUIET_SCOPE(); /* the driver's call: no signal (shim.h) */       \
         bounce_gpu_work();                                                    \
         return real args;                                                     \
     }
@@ -75,6 +76,7 @@ WRAP_WORK(cuStreamBatchMemOp_v2_ptsz, BATCH_PARAMS, BATCH_ARGS)
             return CUDA_ERROR_NOT_INITIALIZED;                                \
         if ((span) != 0 && own_device_overlaps(dst, (span)))                  \
             return CUDA_ERROR_INVALID_VALUE;                                  \
+        SHIM_QUIET_SCOPE(); /* the driver's call: no signal (shim.h) */       \
         if (bounce_active() && shim_begin()) {                                \
             bounce_gpu_writes(dst, (span));                                   \
             shim_end();                                                       \
