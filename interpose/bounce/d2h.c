@@ -203,7 +203,8 @@ static bool lazy_d2h(const struct copy_call *call, bool sync, uintptr_t h, CUdev
         return false;
     uintptr_t dlo = s->reg_lo, dhi = s->reg_hi;
     if ((!handed && !uffd_private_anon(s->reg_lo, s->reg_hi - s->reg_lo)) ||
-        !bgpu_buffer_get(sdev, ctx, n, bounce_evict_one, &s->buf)) {
+        !bgpu_buffer_get(sdev, ctx, n, bounce_evict_one, &s->buf) ||
+        bgpu_buffer_is_source(&s->buf, dev, n)) {
         if (handed)
             uffd_unregister(s->reg_lo, s->reg_hi - s->reg_lo);
         bounce_snap_free(s);
@@ -275,7 +276,8 @@ static struct snap *eager_snap_new(uintptr_t h, CUdeviceptr dev, size_t n, int s
     s->gen = atomic_load_explicit(&bounce_work_gen, memory_order_relaxed);
     uintptr_t rlo = s->reg_lo;
     size_t rlen = s->reg_hi - s->reg_lo;
-    if (!bgpu_buffer_get(sdev, ctx, n, bounce_evict_one, &s->buf)) {
+    if (!bgpu_buffer_get(sdev, ctx, n, bounce_evict_one, &s->buf) ||
+        bgpu_buffer_is_source(&s->buf, dev, n)) {
         if (handed)
             uffd_unregister(rlo, rlen);
         bounce_snap_free(s);

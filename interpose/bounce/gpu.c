@@ -195,6 +195,16 @@ bool bgpu_buffer_get(int dev, CUcontext ctx, size_t bytes, bool (*evict)(int dev
     return true;
 }
 
+bool bgpu_buffer_is_source(struct dbuf *b, CUdeviceptr src, size_t n)
+{
+    if (b->ptr == 0 || src >= b->ptr + b->size || b->ptr >= src + n)
+        return false;
+    LOG_DEBUG("bounce: a D2H from %#llx, inside the shim's new snapshot buffer: a freed "
+              "pointer, left to the driver", (unsigned long long)src);
+    buffer_free(b);
+    return true;
+}
+
 void bgpu_buffer_put(struct dbuf *b)
 {
     if (b->ptr == 0)

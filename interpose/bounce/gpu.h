@@ -18,6 +18,12 @@ bool bgpu_buffer_get(int dev, CUcontext ctx, size_t bytes, bool (*evict)(int dev
                      struct dbuf *out);
 /* Gives a buffer back: kept idle for reuse (within the budget) or freed. */
 void bgpu_buffer_put(struct dbuf *b);
+/* Whether the D2H source [src, src + n) meets b: a stale pointer of the
+ * program's (freed a moment ago) whose address the driver has just given
+ * the shim for b. Then b is freed at once, not kept idle, so that the
+ * program's call, left to the driver, gets the driver's answer to a freed
+ * pointer (own_device.h). */
+bool bgpu_buffer_is_source(struct dbuf *b, CUdeviceptr src, size_t n);
 /* Frees every idle buffer of dev (-1: all); returns the bytes freed. */
 size_t bgpu_idle_free(int dev, CUcontext ctx);
 
