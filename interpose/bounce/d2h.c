@@ -55,6 +55,27 @@ static void once_body(void)
 
 enum how { HOW_NONE, HOW_LAZY, HOW_EAGER };
 
+/* Fills of the snapshots over [h, h + n) that are still running finish
+ * before the predictor is asked: a fill's last copy wakes the program
+ * thread that waited on it before the handler thread judges the fill, and
+ * that judgment (the buffer is read after its H2D: eager next time) must
+ * decide this very D2H. Waits only while such a fill runs. */
+static void settle_fills(uintptr_t h, size_t n)
+{
+    if (!bounce_may_overlap(h, h + n))
+        return;
+    bounce_lock();
+    for (;;) {
+        bool busy = false;
+        for (struct snap *s = bounce_head; s != NULL && !busy; s = s->next)
+            busy = s->reg_lo < h + n && h < s->reg_hi && s->busy > 0;
+        if (!busy)
+            break;
+        bounce_wait();
+    }
+    bounce_unlock();
+}
+
 /* Whether the D2H is a candidate (a device source, host memory of a kind
  * the shim can track, at least the minimum for that kind), then whether
  * the predictor says it bounces, then how. While no key has evidence the
@@ -95,6 +116,7 @@ static enum how decide(const void *host, size_t bytes, CUdeviceptr dev,
     } else if (bytes < config_bounce_min(cfg, false)) {
         return HOW_NONE;
     }
+    settle_fills((uintptr_t)host, bytes);
     enum predict_verdict v = evidence_d2h((uintptr_t)host, bytes, dev, src->device);
     if (v != PREDICT_YES && v != PREDICT_EAGER)
         return HOW_NONE;
@@ -364,33 +386,11 @@ static bool eager_d2h(const struct copy_call *call, bool sync, uintptr_t h, CUde
     return true;
 }
 
-/* Fills of the snapshots over [h, h + n) that are still running finish
- * before the predictor is asked: a fill's last copy wakes the program
- * thread that waited on it before the handler thread judges the fill, and
- * that judgment (the buffer is read after its H2D: eager next time) must
- * decide this very D2H. Waits only while such a fill runs. */
-static void settle_fills(uintptr_t h, size_t n)
-{
-    if (!bounce_may_overlap(h, h + n))
-        return;
-    bounce_lock();
-    for (;;) {
-        bool busy = false;
-        for (struct snap *s = bounce_head; s != NULL && !busy; s = s->next)
-            busy = s->reg_lo < h + n && h < s->reg_hi && s->busy > 0;
-        if (!busy)
-            break;
-        bounce_wait();
-    }
-    bounce_unlock();
-}
-
-bool bounce_d2h(const struct copy_call *call, bool sync, void *host, CUdeviceptr dev,
+P2PSHIM_HOT bool bounce_d2h(const struct copy_call *call, bool sync, void *host, CUdeviceptr dev,
                 size_t bytes, CUresult *rc)
 {
     struct owner_info src;
     bool dma;
-    settle_fills((uintptr_t)host, bytes);
     enum how how = decide(host, bytes, dev, &src, &dma);
     CUcontext ctx = src.ctx;
     if (how != HOW_NONE && ctx == NULL) {

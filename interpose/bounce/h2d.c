@@ -325,7 +325,7 @@ static bool host_may_bounce(const struct p2pshim_config *cfg, const void *host, 
            bytes >= config_bounce_min(cfg, true);
 }
 
-bool bounce_h2d(const struct copy_call *call, bool sync, CUdeviceptr dst, const void *host,
+P2PSHIM_HOT bool bounce_h2d(const struct copy_call *call, bool sync, CUdeviceptr dst, const void *host,
                 size_t bytes, CUresult *rc)
 {
     if (serve(call, sync, dst, host, bytes, rc))

@@ -469,7 +469,7 @@ void copy_consider_3d_batch(struct copy_call *call, size_t count,
     }
 }
 
-struct copy_action copy_consider_host(struct copy_call *call, CUdeviceptr device_ptr,
+P2PSHIM_HOT struct copy_action copy_consider_host(struct copy_call *call, CUdeviceptr device_ptr,
                                       const void *host_ptr, size_t bytes, bool to_device,
                                       bool sync)
 {

@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "hot.h"
 #include "log.h"
 #include "sigmask.h"
 
@@ -362,7 +363,7 @@ void shim_quiet_enable(void)
     atomic_store(&quiet_wanted, true);
 }
 
-bool shim_quiet_begin(bool always)
+P2PSHIM_HOT bool shim_quiet_begin(bool always)
 {
     if (quiet_depth > 0) {
         quiet_depth++;
@@ -377,7 +378,7 @@ bool shim_quiet_begin(bool always)
     return true;
 }
 
-void shim_quiet_end(bool begun)
+P2PSHIM_HOT void shim_quiet_end(bool begun)
 {
     if (!begun || --quiet_depth > 0)
         return;
@@ -387,12 +388,12 @@ void shim_quiet_end(bool begun)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-void shim_quiet_scope_end(const bool *begun)
+P2PSHIM_HOT void shim_quiet_scope_end(const bool *begun)
 {
     shim_quiet_end(*begun);
 }
 
-bool shim_begin(void)
+P2PSHIM_HOT bool shim_begin(void)
 {
     if (shim_reentered())
         return false;
@@ -402,7 +403,7 @@ bool shim_begin(void)
     return true;
 }
 
-void shim_end(void)
+P2PSHIM_HOT void shim_end(void)
 {
     shim_quiet_end(begin_quiet);
     shim_guard_leave();

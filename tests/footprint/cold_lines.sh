@@ -10,7 +10,12 @@
 # mark their driver calls for signal deferral: a known regression (on one
 # H200 the first 1 MiB pinned copy into a fresh buffer reads 1.05 against
 # 1.01 before), so the page budget is 7 until that code joins the hot
-# layout again; the line budgets are unchanged.
+# layout again. The line budget below the minimum is 25 (24 before) since
+# every copy asks whether a device pointer lies in the shim's own device
+# memory (interpose/memory/own_device.h: one word, a relaxed load). The
+# entry points of the bounce module and the quiet sections (shim.h) are
+# laid out with the hot copy path: 4-5 pages since, so the page budget is
+# 6 again.
 # Each line is a cache miss, each page a TLB entry, the program pays for
 # right after it allocates a host buffer. Skips (77) without valgrind.
 set -u
@@ -20,13 +25,13 @@ echo "$out"
 [ $rc -eq 0 ] || exit $rc
 echo "$out" | awk '
     /^ +(D2H|H2D) +[0-9]+ B / {
-        budget = ($2 >= 1048576) ? 40 : 24
+        budget = ($2 >= 1048576) ? 40 : 25
         lines = $5 + 0
         pages = $(NF - 2) + 0
-        printf "footprint: cold %s %s B %s: %.1f data lines (budget %d), %d code pages (budget 7)\n",
+        printf "footprint: cold %s %s B %s: %.1f data lines (budget %d), %d code pages (budget 6)\n",
                $1, $2, $4, lines, budget, pages
         seen++
-        if (lines > budget || pages > 7 || pages < 1) bad++
+        if (lines > budget || pages > 6 || pages < 1) bad++
     }
     END {
         if (seen != 4) { print "cold_lines: expected 4 figures, got " seen + 0; exit 1 }
