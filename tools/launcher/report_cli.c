@@ -67,7 +67,7 @@ static const char usage_text[] =
     "NVML's link type), else PCIe at the host link's rate.\n"
     "\n"
     "A log from a pipe is copied to a temporary file first (a gzip one as it\n"
-    "is, compressed); a gzip log is read through gzip -dc. A line that cannot be\n"
+    "is, compressed); a gzip log is decompressed as it is read. A line that cannot be\n"
     "read (not JSON, longer than 64 MiB) is skipped: the report and one warning\n"
     "say how many and which was the first. A size past the signed 64-bit range\n"
     "reads as that limit (the report says so).\n"
