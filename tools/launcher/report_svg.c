@@ -9,6 +9,7 @@
  * bin's slowest to its fastest copy. Bins keep memory fixed however many
  * copies the log holds. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "report_internal.h"
@@ -177,7 +178,8 @@ static void point(FILE *f, const struct axis *ax, const struct axis *ay,
     fprintf(f, "<g class=\"%s\"><title>%s: %lld copies around %s: %.1f GB/s "
             "(slowest %.1f, fastest %.1f)</title>", staged ? "staged" : "peer",
             staged ? "staged" : "peer", (long long)b->n,
-            report_fmt_bytes((int64_t)size, sz, sizeof sz), g, b->min_gbps,
+            report_fmt_bytes(size < 9.2e18 ? (int64_t)size : INT64_MAX, sz, sizeof sz), g,
+            b->min_gbps,
             b->max_gbps);
     if (b->max_gbps > b->min_gbps && b->min_gbps > 0)
         fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" "
