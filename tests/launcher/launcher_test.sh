@@ -285,6 +285,18 @@ case_signals_job() {
     # SIGTSTP sent to the launcher stops the program and the launcher (a
     # shell waiting for the job sees it stop); SIGCONT resumes both. Up to
     # 30 s each way: a loaded machine may take seconds to schedule them.
+    # Where SIGTSTP stops nothing (the kernel discards it in an orphaned
+    # process group, as under a detached runner), there is no job control
+    # to check: skipped (77).
+    sh -c 'kill -TSTP $$; exec sleep 5' &
+    probe=$!
+    sleep 0.3
+    stoppable=$(pstate "$probe")
+    kill -CONT "$probe" 2>/dev/null; kill "$probe" 2>/dev/null; wait "$probe" 2>/dev/null
+    if [ "$stoppable" != T ]; then
+        echo "launcher signals_job: SKIP: SIGTSTP stops no process here (an orphaned process group)"
+        exit 77
+    fi
     start_bg -- run "$P" wait "$dir/ready"
     child=$(cat "/proc/$pid/task/$pid/children" 2>/dev/null | tr -d ' ')
     [ -n "$child" ] || bad "no child of the launcher"
