@@ -114,7 +114,10 @@ case_exit_line() {
     # Observe mode prints its verdict instead; plain LD_PRELOAD nothing.
     job -- run --observe -- "$LT_DEMO" 4 3
     grep -q "^p2pshim: upgraded" "$dir/err" && bad "exit line in observe mode"
-    env LD_PRELOAD="$(realpath "$LT_SHIM"):$PRE" LD_LIBRARY_PATH="$LT_STANDIN" "$LT_DEMO" 4 3 \
+    # A sanitizer's runtime first, then the shim, then the stand-in.
+    plain=$(realpath "$LT_SHIM"):$SD_PRELOAD
+    [ -n "$SAN" ] && plain=$SAN:$plain
+    env LD_PRELOAD="$plain" LD_LIBRARY_PATH="$LT_STANDIN" "$LT_DEMO" 4 3 \
         >"$dir/out" 2>"$dir/err" || bad "plain preload: exit $?"
     [ ! -s "$dir/err" ] || { bad "plain LD_PRELOAD wrote to stderr"; cat "$dir/err"; }
 }
