@@ -57,7 +57,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "copy.h"
+#include "copy_call.h"
 #include "shim_cuda.h"
 
 /* True while any snapshot exists (one relaxed atomic load). */
@@ -65,7 +65,7 @@ bool bounce_active(void);
 
 /* The D2H hooks: true when the shim ran its replacement (then *rc is the
  * program's answer), false when the wrapper must call the original. sync:
- * a synchronous variant (call->stream is then meaningless). */
+ * a synchronous variant (call->issue.stream is then meaningless). */
 bool bounce_d2h(const struct copy_call *call, bool sync, void *host, CUdeviceptr dev,
                 size_t bytes, CUresult *rc);
 bool bounce_h2d(const struct copy_call *call, bool sync, CUdeviceptr dev,

@@ -395,7 +395,7 @@ P2PSHIM_HOT bool bounce_d2h(const struct copy_call *call, bool sync, void *host,
     CUcontext ctx = src.ctx;
     if (how != HOW_NONE && ctx == NULL) {
         /* Pool or mapped memory: the issuing context, if it is the device's. */
-        CUcontext sc = driver_stream_ctx(call->stream, call->per_thread);
+        CUcontext sc = driver_stream_ctx(call->issue.stream, call->issue.per_thread);
         if (driver_ctx_device(sc) == src.device)
             ctx = sc;
         else

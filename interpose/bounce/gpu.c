@@ -244,10 +244,10 @@ void bgpu_buffer_put(struct dbuf *b)
 static CUevent record_on(const struct copy_call *call)
 {
     const struct driver_api *d = driver_api();
-    CUcontext ctx = driver_stream_ctx(call->stream, call->per_thread);
+    CUcontext ctx = driver_stream_ctx(call->issue.stream, call->issue.per_thread);
     CUevent e = bevent_get(ctx);
-    PFN_cuEventRecord_v2000 rec = DRIVER_FLAVOUR(d, event_record, call->per_thread);
-    if (e == NULL || rec == NULL || rec(e, call->stream) != CUDA_SUCCESS) {
+    PFN_cuEventRecord_v2000 rec = DRIVER_FLAVOUR(d, event_record, call->issue.per_thread);
+    if (e == NULL || rec == NULL || rec(e, call->issue.stream) != CUDA_SUCCESS) {
         bevent_put(e);
         return NULL;
     }
@@ -267,9 +267,9 @@ void bgpu_sync_uses(struct dbuf *b)
 void bgpu_wait_uses(struct dbuf *b, const struct copy_call *call)
 {
     const struct driver_api *d = driver_api();
-    PFN_cuStreamWaitEvent_v3020 wait = DRIVER_FLAVOUR(d, stream_wait_event, call->per_thread);
+    PFN_cuStreamWaitEvent_v3020 wait = DRIVER_FLAVOUR(d, stream_wait_event, call->issue.per_thread);
     for (int i = 0; i < b->nuses; i++) {
-        if (wait == NULL || wait(call->stream, b->uses[i], 0) != CUDA_SUCCESS)
+        if (wait == NULL || wait(call->issue.stream, b->uses[i], 0) != CUDA_SUCCESS)
             d->event_synchronize(b->uses[i]);
         bevent_put(b->uses[i]);
     }
@@ -282,8 +282,8 @@ void bgpu_add_use(struct dbuf *b, const struct copy_call *call)
     CUevent e = record_on(call);
     if (e == NULL) {
         /* Cannot track this use: wait for it now rather than lose it. */
-        CUstream s = call->stream;
-        if (s == NULL && call->per_thread)
+        CUstream s = call->issue.stream;
+        if (s == NULL && call->issue.per_thread)
             s = P2PSHIM_STREAM_PER_THREAD;
         if (d->stream_synchronize)
             d->stream_synchronize(s);
@@ -320,11 +320,11 @@ bool bgpu_capturing(const struct copy_call *call)
 {
     const struct driver_api *d = driver_api();
     PFN_cuStreamIsCapturing_v10000 is =
-        DRIVER_FLAVOUR(d, stream_is_capturing, call->per_thread);
+        DRIVER_FLAVOUR(d, stream_is_capturing, call->issue.per_thread);
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
     if (is == NULL)
         return false; /* a driver without capture */
-    CUresult r = is(call->stream, &st);
+    CUresult r = is(call->issue.stream, &st);
     /* An error (a legacy-stream query while another stream captures, in
      * global mode): the copy is the driver's to refuse, not the shim's. */
     return r != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE;
@@ -335,30 +335,30 @@ bool bgpu_capturing(const struct copy_call *call)
 CUresult bgpu_copy(const struct copy_call *call, CUdeviceptr dst, CUdeviceptr src,
                    size_t bytes)
 {
-    pfn_cuMemcpyAsync f = REAL_FLAVOUR(cuMemcpyAsync, call->per_thread);
-    return f ? f(dst, src, bytes, call->stream) : CUDA_ERROR_NOT_INITIALIZED;
+    pfn_cuMemcpyAsync f = REAL_FLAVOUR(cuMemcpyAsync, call->issue.per_thread);
+    return f ? f(dst, src, bytes, call->issue.stream) : CUDA_ERROR_NOT_INITIALIZED;
 }
 
 CUresult bgpu_dtoh(const struct copy_call *call, bool sync, void *dst, CUdeviceptr src,
                    size_t bytes)
 {
     if (sync) {
-        pfn_cuMemcpyDtoH_v2 f = REAL_FLAVOUR(cuMemcpyDtoH_v2, call->per_thread);
+        pfn_cuMemcpyDtoH_v2 f = REAL_FLAVOUR(cuMemcpyDtoH_v2, call->issue.per_thread);
         return f ? f(dst, src, bytes) : CUDA_ERROR_NOT_INITIALIZED;
     }
-    pfn_cuMemcpyDtoHAsync_v2 f = REAL_FLAVOUR(cuMemcpyDtoHAsync_v2, call->per_thread);
-    return f ? f(dst, src, bytes, call->stream) : CUDA_ERROR_NOT_INITIALIZED;
+    pfn_cuMemcpyDtoHAsync_v2 f = REAL_FLAVOUR(cuMemcpyDtoHAsync_v2, call->issue.per_thread);
+    return f ? f(dst, src, bytes, call->issue.stream) : CUDA_ERROR_NOT_INITIALIZED;
 }
 
 CUresult bgpu_htod(const struct copy_call *call, bool sync, CUdeviceptr dst, const void *src,
                    size_t bytes)
 {
     if (sync) {
-        pfn_cuMemcpyHtoD_v2 f = REAL_FLAVOUR(cuMemcpyHtoD_v2, call->per_thread);
+        pfn_cuMemcpyHtoD_v2 f = REAL_FLAVOUR(cuMemcpyHtoD_v2, call->issue.per_thread);
         return f ? f(dst, src, bytes) : CUDA_ERROR_NOT_INITIALIZED;
     }
-    pfn_cuMemcpyHtoDAsync_v2 f = REAL_FLAVOUR(cuMemcpyHtoDAsync_v2, call->per_thread);
-    return f ? f(dst, src, bytes, call->stream) : CUDA_ERROR_NOT_INITIALIZED;
+    pfn_cuMemcpyHtoDAsync_v2 f = REAL_FLAVOUR(cuMemcpyHtoDAsync_v2, call->issue.per_thread);
+    return f ? f(dst, src, bytes, call->issue.stream) : CUDA_ERROR_NOT_INITIALIZED;
 }
 
 CUevent bgpu_record(const struct copy_call *call)
@@ -369,8 +369,8 @@ CUevent bgpu_record(const struct copy_call *call)
 void bgpu_wait_event(const struct copy_call *call, CUevent ev)
 {
     const struct driver_api *d = driver_api();
-    PFN_cuStreamWaitEvent_v3020 wait = DRIVER_FLAVOUR(d, stream_wait_event, call->per_thread);
-    if (wait == NULL || wait(call->stream, ev, 0) != CUDA_SUCCESS)
+    PFN_cuStreamWaitEvent_v3020 wait = DRIVER_FLAVOUR(d, stream_wait_event, call->issue.per_thread);
+    if (wait == NULL || wait(call->issue.stream, ev, 0) != CUDA_SUCCESS)
         d->event_synchronize(ev);
 }
 

@@ -49,7 +49,7 @@ CUresult bgpu_dtoh(const struct copy_call *call, bool sync, void *dst, CUdevicep
  * (sync completion); else stores it as a use of b (when b). */
 CUresult bgpu_fence(const struct copy_call *call, bool wait, struct dbuf *b);
 
-/* The program's own H2D variant (call->per_thread, sync) for a piece. */
+/* The program's own H2D variant (call->issue.per_thread, sync) for a piece. */
 CUresult bgpu_htod(const struct copy_call *call, bool sync, CUdeviceptr dst, const void *src,
                    size_t bytes);
 /* An event recorded on the program's stream (NULL on failure); a wait for

@@ -50,10 +50,10 @@ static void link_for(const struct copy_call *call, struct piece *pc,
     if (!route_reason_is_upgrade(reason))
         return;
     struct copy_call mark = *call;
-    mark.link_a = mark.link_b = NULL;
+    mark.link.a = mark.link.b = NULL;
     link_life_note_use(&mark, from.ctx, from.route.device, to.ctx, to.route.device);
-    pc->link_a = mark.link_a;
-    pc->link_b = mark.link_b;
+    pc->link_a = mark.link.a;
+    pc->link_b = mark.link.b;
 }
 
 /* Notes the links of the snapshot pieces, one use per snapshot context:
@@ -81,8 +81,8 @@ static void cover_links(const struct copy_call *call, const struct piece *pc, in
         if (pc[i].link_a == NULL)
             continue;
         struct copy_call mark = *call;
-        mark.link_a = pc[i].link_a;
-        mark.link_b = pc[i].link_b;
+        mark.link.a = pc[i].link_a;
+        mark.link.b = pc[i].link_b;
         link_life_after_issue(&mark);
     }
 }

@@ -19,17 +19,17 @@
 
 void copy_call_begin(const struct copy_call *call)
 {
-    if (call->correlation != 0)
-        cupti_push(call->correlation);
+    if (call->observe.correlation != 0)
+        cupti_push(call->observe.correlation);
 }
 
 void copy_call_end(const struct copy_call *call)
 {
     if (link_life_pending(call))
         link_life_after_issue(call);
-    if (call->correlation != 0)
+    if (call->observe.correlation != 0)
         cupti_pop();
-    if (call->nvtx_range)
+    if (call->observe.nvtx_range)
         nvtx_range_pop();
 }
 
@@ -84,13 +84,13 @@ static void record_decision(struct copy_call *call, const struct copy_end *src,
 {
     bool cupti_on = want_cupti(config_get()) && cupti_start();
     struct decision_record r;
-    r.id = call->record_id != 0 ? call->record_id : record_next_id();
-    r.t_ns = call->record_id != 0 ? call->record_t_ns : record_now_ns();
-    call->record_id = 0;
+    r.id = call->observe.record_id != 0 ? call->observe.record_id : record_next_id();
+    r.t_ns = call->observe.record_id != 0 ? call->observe.record_t_ns : record_now_ns();
+    call->observe.record_id = 0;
     r.bytes = bytes;
-    r.stream = (uint64_t)(uintptr_t)call->stream;
+    r.stream = (uint64_t)(uintptr_t)call->issue.stream;
     r.tid = shim_thread_id();
-    r.api = (uint16_t)call->api;
+    r.api = (uint16_t)call->issue.api;
     r.src_dev = (int8_t)(src->route.known ? src->route.device : -1);
     r.dst_dev = (int8_t)(dst->route.known ? dst->route.device : -1);
     r.src_kind = record_kind_of(&src->route);
@@ -99,8 +99,8 @@ static void record_decision(struct copy_call *call, const struct copy_end *src,
     r.reason = (uint8_t)reason;
     record_add(&r);
     /* A batch is one driver call: its first element's id correlates. */
-    if (call->correlation == 0 && cupti_on)
-        call->correlation = r.id;
+    if (call->observe.correlation == 0 && cupti_on)
+        call->observe.correlation = r.id;
 }
 
 /* A relay: with CUPTI on, its decision's id is taken first, so that the
@@ -110,9 +110,9 @@ static enum route_reason relay(struct copy_call *call, const struct route_decisi
                                size_t bytes)
 {
     if (record_enabled() && cupti_active()) {
-        call->record_id = record_next_id();
-        call->record_t_ns = record_now_ns();
-        cupti_relay_open(call->record_id);
+        call->observe.record_id = record_next_id();
+        call->observe.record_t_ns = record_now_ns();
+        cupti_relay_open(call->observe.record_id);
     }
     return pool_relay_apply(call, d, src, dst, bytes);
 }
@@ -129,9 +129,9 @@ static void note_link(struct copy_call *call, const struct copy_end *src,
         /* The program's stream waits for a relay's last copy: an event
          * recorded there now covers all of it (the wrapper calls nothing
          * after a relay). */
-        if (call->relayed && link_life_pending(call))
+        if (call->relay.done && link_life_pending(call))
             link_life_after_issue(call);
-    } else if (call->link_enabled) {
+    } else if (call->link.enabled) {
         link_life_note_idle(src->ctx, src->route.device, dst->ctx, dst->route.device);
     }
 }
@@ -143,7 +143,7 @@ static void decide_and_act(struct copy_call *call, struct copy_end *src,
     if (want_cupti(cfg))
         cupti_start();
     link_life_tick();
-    if (call->alias_dst != NULL)
+    if (call->alias.dst != NULL)
         copy_alias_fill_ctx(call, src, dst);
     struct route_decision d = upgrade_decide(call, src, dst, bytes, cfg);
     enum record_action action = RECORD_PASS;
@@ -167,13 +167,13 @@ static void decide_and_act(struct copy_call *call, struct copy_end *src,
     stats_count(src->route.device, dst->route.device, counted, bytes);
     if (cfg->mode == P2PSHIM_MODE_UPGRADE)
         note_link(call, src, dst, counted);
-    uint64_t relay_id = call->record_id;
+    uint64_t relay_id = call->observe.record_id;
     if (record_enabled())
         record_decision(call, src, dst, bytes, action, d.reason);
     if (relay_id != 0)
-        cupti_relay_close(relay_id, call->relayed);
-    if (route_reason_is_upgrade(counted) && !call->nvtx_range && !call->relayed)
-        call->nvtx_range = nvtx_range_push("p2pshim peer copy %d->%d %zu B", src->route.device,
+        cupti_relay_close(relay_id, call->relay.done);
+    if (route_reason_is_upgrade(counted) && !call->observe.nvtx_range && !call->relay.done)
+        call->observe.nvtx_range = nvtx_range_push("p2pshim peer copy %d->%d %zu B", src->route.device,
                                            dst->route.device, bytes);
 }
 
@@ -450,7 +450,7 @@ static bool operand_whole(const CUmemcpy3DOperand *o, const CUextent3D *e)
 void copy_consider_3d_batch(struct copy_call *call, size_t count,
                             const CUDA_MEMCPY3D_BATCH_OP *ops, unsigned long long flags)
 {
-    if (!copy_check_3d_batch(count, ops, flags, call->stream, call->per_thread))
+    if (!copy_check_3d_batch(count, ops, flags, call->issue.stream, call->issue.per_thread))
         return;
     for (size_t i = 0; i < count; i++) {
         struct copy_end s = {0}, d = {0};

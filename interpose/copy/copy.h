@@ -15,43 +15,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "copy_call.h"
 #include "own_device.h"
 #include "shim_cuda.h"
 
-/* One hooked call: which variant, on which stream; and what the wrapper
- * must do around the driver call (copy_call_begin/_end). */
-struct copy_call {
-    int api;              /* enum hook_id */
-    CUstream stream;
-    bool per_thread;      /* a _ptds/_ptsz variant: how stream NULL reads */
-    uint64_t correlation; /* CUPTI external id to push, 0 = none */
-    bool nvtx_range;      /* an NVTX range is open for an upgraded copy */
-    /* An upgraded copy's link whose event is recorded after the driver
-     * call (link_life.h); NULL = none. */
-    CUcontext link_a, link_b;
-    /* A linear copy's own address arguments, which the wrapper passes to
-     * the driver after the copy path: the copy path may set them to the
-     * aliases of mapped ends (copy_alias.h). NULL: the call cannot be
-     * re-issued that way (batch and host copies). A 2D/3D copy's are
-     * the address fields of the wrapper's copy of the descriptor, its
-     * first bytes alias_*_off past them, the copy touching alias_*_span
-     * bytes from there (0: the copy's byte count, a linear copy). */
-    CUdeviceptr *alias_dst, *alias_src;
-    size_t alias_dst_off, alias_src_off, alias_dst_span, alias_src_span;
-    bool aliased; /* the copy path replaced them */
-    /* A linear copy the shim may carry itself through its own buffers
-     * (pool_relay.h): relay_ok and sync (a synchronous variant) set by the
-     * wrapper; relayed set when it did, relay_rc then the answer the
-     * wrapper returns instead of calling the driver. */
-    bool relay_ok, sync, relayed;
-    CUresult relay_rc;
-    /* The decision's id and time taken before a relay (cupti_join.h),
-     * record_id 0 = none. */
-    uint64_t record_id, record_t_ns;
-    /* The shim enabled a link for this copy (an alias or a relay), whether
-     * or not the copy then rode it. */
-    bool link_enabled;
-};
+/* One hooked call: struct copy_call (copy_call.h). What the wrapper must
+ * do around the driver call: copy_call_begin/_end. */
 
 /* What a wrapper does after considering a host<->device copy: call the
  * original, or return the answer of the shim's replacement, which ran

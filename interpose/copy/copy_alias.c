@@ -30,7 +30,7 @@ void copy_alias_fill_ctx(const struct copy_call *call, struct copy_end *src,
     bool d_need = dst->route.known && dst->route.kind == MEM_KIND_VMM && dst->ctx == NULL;
     if (!s_need && !d_need)
         return;
-    CUcontext exec = driver_stream_ctx(call->stream, call->per_thread);
+    CUcontext exec = driver_stream_ctx(call->issue.stream, call->issue.per_thread);
     int dev = exec != NULL ? driver_ctx_device(exec) : -1;
     if (s_need)
         src->ctx = src->route.device == dev ? exec : active_primary(src->route.device);
@@ -109,10 +109,10 @@ enum route_reason copy_alias_apply(struct copy_call *call, const struct route_de
 {
     CUdeviceptr s0, t0;
     size_t sn, tn;
-    if (call->alias_dst == NULL || call->alias_src == NULL)
+    if (call->alias.dst == NULL || call->alias.src == NULL)
         return ROUTE_SHIM_ERROR;
-    if (!end_span(call->alias_src, call->alias_src_off, call->alias_src_span, bytes, &s0, &sn) ||
-        !end_span(call->alias_dst, call->alias_dst_off, call->alias_dst_span, bytes, &t0, &tn))
+    if (!end_span(call->alias.src, call->alias.src_off, call->alias.src_span, bytes, &s0, &sn) ||
+        !end_span(call->alias.dst, call->alias.dst_off, call->alias.dst_span, bytes, &t0, &tn))
         return ROUTE_ALIAS_FAILED;
     if (program_granted(src, dst, s0, sn, t0, tn))
         return ROUTE_APP_PEER;
@@ -120,7 +120,7 @@ enum route_reason copy_alias_apply(struct copy_call *call, const struct route_de
         enum route_reason r = upgrade_enable(d, src, dst);
         if (r != ROUTE_UPGRADED)
             return r;
-        call->link_enabled = true;
+        call->link.enabled = true;
     }
     /* The issuing device's copy engine reads one end and writes the other:
      * the alias must let both devices of the copy in (vmm_alias.h). */
@@ -129,9 +129,9 @@ enum route_reason copy_alias_apply(struct copy_call *call, const struct route_de
     CUdeviceptr t = s != 0 ? end_address(dst, t0, tn, devices) : 0;
     if (s == 0 || t == 0)
         return ROUTE_ALIAS_FAILED;
-    *call->alias_src = s - call->alias_src_off;
-    *call->alias_dst = t - call->alias_dst_off;
-    call->aliased = true;
+    *call->alias.src = s - call->alias.src_off;
+    *call->alias.dst = t - call->alias.dst_off;
+    call->alias.done = true;
     return ROUTE_UPGRADED_ALIAS;
 }
 
@@ -161,14 +161,14 @@ static bool struct_extent(size_t x, size_t y, size_t z, size_t pitch, size_t hei
 #define ALLOW_STRUCT(call, L, z_src, z_dst, h_src, h_dst, depth)                              \
     do {                                                                                     \
         if (!struct_extent((L)->srcXInBytes, (L)->srcY, z_src, (L)->srcPitch, h_src,          \
-                           (L)->WidthInBytes, (L)->Height, depth, &(call)->alias_src_off,     \
-                           &(call)->alias_src_span) ||                                        \
+                           (L)->WidthInBytes, (L)->Height, depth, &(call)->alias.src_off,     \
+                           &(call)->alias.src_span) ||                                        \
             !struct_extent((L)->dstXInBytes, (L)->dstY, z_dst, (L)->dstPitch, h_dst,          \
-                           (L)->WidthInBytes, (L)->Height, depth, &(call)->alias_dst_off,     \
-                           &(call)->alias_dst_span))                                          \
+                           (L)->WidthInBytes, (L)->Height, depth, &(call)->alias.dst_off,     \
+                           &(call)->alias.dst_span))                                          \
             return call;                                                                      \
-        (call)->alias_src = &(L)->srcDevice;                                                  \
-        (call)->alias_dst = &(L)->dstDevice;                                                  \
+        (call)->alias.src = &(L)->srcDevice;                                                  \
+        (call)->alias.dst = &(L)->dstDevice;                                                  \
     } while (0)
 
 struct copy_call *copy_alias_allow_2d(struct copy_call *call, const CUDA_MEMCPY2D *c,

@@ -14,8 +14,8 @@
 static inline struct copy_call *copy_alias_allow(struct copy_call *call, CUdeviceptr *dst,
                                                  CUdeviceptr *src)
 {
-    call->alias_dst = dst;
-    call->alias_src = src;
+    call->alias.dst = dst;
+    call->alias.src = src;
     return call;
 }
 
@@ -23,7 +23,7 @@ static inline struct copy_call *copy_alias_allow(struct copy_call *call, CUdevic
  * copied to local (the program's is never changed) and the call's
  * addresses are local's srcDevice and dstDevice, each end's first byte and
  * span (copy.h) read from the geometry; the wrapper passes local to the
- * driver when call->aliased, c otherwise. Left as it was for a NULL
+ * driver when call->alias.done, c otherwise. Left as it was for a NULL
  * descriptor or a geometry the driver refuses. */
 struct copy_call *copy_alias_allow_2d(struct copy_call *call, const CUDA_MEMCPY2D *c,
                                       CUDA_MEMCPY2D *local);

@@ -91,12 +91,12 @@ static CUresult chunk(struct relay_plan *p, size_t off, size_t len, int k)
 static CUresult fence_in(struct relay_plan *p)
 {
     const struct driver_api *api = driver_api();
-    PFN_cuEventRecord_v2000 record = DRIVER_FLAVOUR(api, event_record, p->call->per_thread);
+    PFN_cuEventRecord_v2000 record = DRIVER_FLAVOUR(api, event_record, p->call->issue.per_thread);
     if (record == NULL || api->memcpy_async == NULL || api->event_synchronize == NULL ||
         DRIVER_FLAVOUR(api, stream_wait_event, false) == NULL ||
         DRIVER_FLAVOUR(api, event_record, false) == NULL)
         return CUDA_ERROR_NOT_SUPPORTED;
-    CUresult r = record(p->home->fence, p->call->stream);
+    CUresult r = record(p->home->fence, p->call->issue.stream);
     if (r == CUDA_SUCCESS)
         r = p->s != NULL ? wait_on(p->s->local, p->home->fence)
                          : wait_on(p->x->peer, p->home->fence);
@@ -110,8 +110,8 @@ static void fence_out(struct relay_plan *p)
 {
     const struct driver_api *api = driver_api();
     PFN_cuStreamWaitEvent_v3020 wait =
-        DRIVER_FLAVOUR(api, stream_wait_event, p->call->per_thread);
-    if (!p->call->sync && (wait == NULL || wait(p->call->stream, p->last, 0) != CUDA_SUCCESS))
+        DRIVER_FLAVOUR(api, stream_wait_event, p->call->issue.per_thread);
+    if (!p->call->issue.sync && (wait == NULL || wait(p->call->issue.stream, p->last, 0) != CUDA_SUCCESS))
         api->event_synchronize(p->last);
 }
 
@@ -163,18 +163,18 @@ static bool inside(CUdeviceptr ptr, size_t bytes)
 static bool capturing(const struct copy_call *call)
 {
     PFN_cuStreamIsCapturing_v10000 f =
-        DRIVER_FLAVOUR(driver_api(), stream_is_capturing, call->per_thread);
+        DRIVER_FLAVOUR(driver_api(), stream_is_capturing, call->issue.per_thread);
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-    return f == NULL || f(call->stream, &st) != CUDA_SUCCESS ||
+    return f == NULL || f(call->issue.stream, &st) != CUDA_SUCCESS ||
            st != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
 /* The program's stream as the lanes tell streams apart. */
 static struct relay_stream stream_of(const struct copy_call *call, CUcontext exec)
 {
-    bool per_thread = call->stream == CU_STREAM_PER_THREAD ||
-                      (call->stream == NULL && call->per_thread);
-    struct relay_stream st = {call->stream, exec, per_thread ? shim_thread_id() : 0};
+    bool per_thread = call->issue.stream == CU_STREAM_PER_THREAD ||
+                      (call->issue.stream == NULL && call->issue.per_thread);
+    struct relay_stream st = {call->issue.stream, exec, per_thread ? shim_thread_id() : 0};
     return st;
 }
 
@@ -183,7 +183,7 @@ static bool plan_devices(struct relay_plan *p, const struct copy_end *src,
                          const struct copy_end *dst)
 {
     bool s_pool = src->route.kind == MEM_KIND_POOL, d_pool = dst->route.kind == MEM_KIND_POOL;
-    CUcontext exec = driver_stream_ctx(p->call->stream, p->call->per_thread);
+    CUcontext exec = driver_stream_ctx(p->call->issue.stream, p->call->issue.per_thread);
     bool home_s = exec != NULL && exec == src->ctx, home_d = exec != NULL && exec == dst->ctx;
     struct relay_dev *sd = NULL, *dd = NULL;
     if (s_pool || home_s)
@@ -207,11 +207,11 @@ enum route_reason pool_relay_apply(struct copy_call *call, const struct route_de
                                    const struct copy_end *src, const struct copy_end *dst,
                                    size_t bytes)
 {
-    if (call->alias_dst == NULL || call->alias_src == NULL || !call->relay_ok)
+    if (call->alias.dst == NULL || call->alias.src == NULL || !call->relay.ok)
         return ROUTE_SHIM_ERROR;
     if (capturing(call))
         return ROUTE_POOL;
-    struct relay_plan p = {call, *call->alias_dst, *call->alias_src, bytes, -1, NULL,
+    struct relay_plan p = {call, *call->alias.dst, *call->alias.src, bytes, -1, NULL,
                            NULL, NULL, NULL, NULL};
     if (!inside(p.src, bytes) || !inside(p.dst, bytes))
         return ROUTE_RELAY_FAILED;
@@ -219,7 +219,7 @@ enum route_reason pool_relay_apply(struct copy_call *call, const struct route_de
         enum route_reason r = upgrade_enable(d, src, dst);
         if (r != ROUTE_UPGRADED)
             return r;
-        call->link_enabled = true;
+        call->link.enabled = true;
     }
     relay_lock();
     CUresult r = CUDA_ERROR_NOT_SUPPORTED;
@@ -231,7 +231,7 @@ enum route_reason pool_relay_apply(struct copy_call *call, const struct route_de
     relay_unlock();
     /* Outside the lock: other threads' relays are issued meanwhile (a
      * later record of the same event only makes the wait longer). */
-    if (r == CUDA_SUCCESS && call->sync)
+    if (r == CUDA_SUCCESS && call->issue.sync)
         driver_api()->event_synchronize(p.last);
     if (r != CUDA_SUCCESS) {
         if (planned)
@@ -241,7 +241,7 @@ enum route_reason pool_relay_apply(struct copy_call *call, const struct route_de
         return ROUTE_RELAY_FAILED;
     }
     relay_count(bytes, false);
-    call->relayed = true;
-    call->relay_rc = CUDA_SUCCESS;
+    call->relay.done = true;
+    call->relay.rc = CUDA_SUCCESS;
     return ROUTE_UPGRADED_RELAY;
 }

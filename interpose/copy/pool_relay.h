@@ -25,10 +25,10 @@
 static inline struct copy_call *copy_relay_allow(struct copy_call *call, CUdeviceptr *dst,
                                                  CUdeviceptr *src, bool sync)
 {
-    call->alias_dst = dst;
-    call->alias_src = src;
-    call->relay_ok = true;
-    call->sync = sync;
+    call->alias.dst = dst;
+    call->alias.src = src;
+    call->relay.ok = true;
+    call->issue.sync = sync;
     return call;
 }
 
@@ -36,15 +36,15 @@ static inline struct copy_call *copy_relay_allow(struct copy_call *call, CUdevic
  * or call the original. */
 static inline struct copy_action copy_relayed(const struct copy_call *call)
 {
-    struct copy_action a = {call->relayed, call->relay_rc};
+    struct copy_action a = {call->relay.done, call->relay.rc};
     return a;
 }
 
 /* Carries out a ROUTE_RELAY decision d for the call's copy of bytes
- * (*call->alias_src to *call->alias_dst): the link enabled when d says so
+ * (*call->alias.src to *call->alias.dst): the link enabled when d says so
  * (upgrade_enable: the trust check first), then the relay issued.
  * Returns the copy's reason: ROUTE_UPGRADED_RELAY when the relay took the
- * copy (call->relayed set, call->relay_rc the program's answer); else why
+ * copy (call->relay.done set, call->relay.rc the program's answer); else why
  * not, and the original call goes to the driver as it would: the enable's
  * reason, ROUTE_POOL for a stream being captured into a graph, or
  * ROUTE_RELAY_FAILED (no buffers, a range past its allocation, the

@@ -136,11 +136,11 @@ void link_life_note_use(struct copy_call *call, CUcontext a, int dev_a, CUcontex
             memo.b = b;
             memo.e = e;
             memo.gen = atomic_load(&links_gen);
-        } else if (call->link_a == NULL) {
-            call->link_a = a;
-            call->link_b = b;
+        } else if (call->link.a == NULL) {
+            call->link.a = a;
+            call->link.b = b;
             e->issuing++;
-        } else if (find_entry(call->link_a, call->link_b) != e) {
+        } else if (find_entry(call->link.a, call->link.b) != e) {
             /* One event per call: a second link of the same call (a batch
              * across pairs) has nothing to cover it. */
             e->untracked = true;
@@ -164,7 +164,7 @@ void link_life_note_idle(CUcontext a, int dev_a, CUcontext b, int dev_b)
 
 bool link_life_pending(const struct copy_call *call)
 {
-    return call->link_a != NULL;
+    return call->link.a != NULL;
 }
 
 /* The slot for a copy on stream in ctx: the stream's own, a free one, or
@@ -212,23 +212,23 @@ static CUevent new_event(CUcontext ctx)
 void link_life_after_issue(const struct copy_call *call)
 {
     const struct driver_api *d = driver_api();
-    CUcontext ctx = driver_stream_ctx(call->stream, call->per_thread);
+    CUcontext ctx = driver_stream_ctx(call->issue.stream, call->issue.per_thread);
     pthread_mutex_lock(&links_lock);
-    struct link_entry *e = find_entry(call->link_a, call->link_b);
+    struct link_entry *e = find_entry(call->link.a, call->link.b);
     if (e != NULL && e->issuing > 0)
         e->issuing--;
     struct link_slot *s = e != NULL && ctx != NULL
-                              ? slot_for(e, ctx, call->stream, call->per_thread)
+                              ? slot_for(e, ctx, call->issue.stream, call->issue.per_thread)
                               : NULL;
     if (s != NULL && s->event == NULL)
         s->event = new_event(ctx);
     CUresult r = CUDA_ERROR_NOT_INITIALIZED;
-    if (s != NULL && s->event != NULL && DRIVER_FLAVOUR(d, event_record, call->per_thread))
-        r = DRIVER_FLAVOUR(d, event_record, call->per_thread)(s->event, call->stream);
+    if (s != NULL && s->event != NULL && DRIVER_FLAVOUR(d, event_record, call->issue.per_thread))
+        r = DRIVER_FLAVOUR(d, event_record, call->issue.per_thread)(s->event, call->issue.stream);
     if (s != NULL && r == CUDA_SUCCESS) {
         s->ctx = ctx;
-        s->stream = call->stream;
-        s->per_thread = call->per_thread;
+        s->stream = call->issue.stream;
+        s->per_thread = call->issue.per_thread;
     } else if (e != NULL) {
         e->untracked = true; /* a copy nothing covers: kept */
     }

@@ -32,7 +32,7 @@
 
 #include <stdbool.h>
 
-#include "copy.h"
+#include "copy_call.h"
 #include "shim_cuda.h"
 
 /* An upgraded copy between contexts a and b (devices dev_a, dev_b) is
@@ -40,8 +40,8 @@
  * release on and call non-NULL, call is marked (link_a, link_b; when not
  * already marked for another link) and the link counts as in flight until
  * link_life_after_issue records its event: every marked call must get
- * that call, on the stream that carries the copy (call->stream,
- * call->per_thread). With call NULL (a copy nothing will cover) the link
+ * that call, on the stream that carries the copy (call->issue.stream,
+ * call->issue.per_thread). With call NULL (a copy nothing will cover) the link
  * becomes untracked. */
 void link_life_note_use(struct copy_call *call, CUcontext a, int dev_a, CUcontext b, int dev_b);
 
@@ -55,7 +55,7 @@ void link_life_note_idle(CUcontext a, int dev_a, CUcontext b, int dev_b);
 bool link_life_pending(const struct copy_call *call);
 
 /* After the driver call of a marked copy (or the last piece of a copy the
- * shim issues itself on call->stream): records the link's event on that
+ * shim issues itself on call->issue.stream): records the link's event on that
  * stream, in the call's flavour (legacy or per-thread); the link is no
  * longer in flight but for that event. */
 void link_life_after_issue(const struct copy_call *call);

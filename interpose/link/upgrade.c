@@ -11,7 +11,7 @@
 static int exec_device(const struct copy_call *call, const struct copy_end *src,
                        const struct copy_end *dst)
 {
-    CUcontext ctx = driver_stream_ctx(call->stream, call->per_thread);
+    CUcontext ctx = driver_stream_ctx(call->issue.stream, call->issue.per_thread);
     if (ctx == NULL)
         return -1;
     if (ctx == src->ctx)
@@ -54,8 +54,8 @@ struct route_decision upgrade_decide(const struct copy_call *call, const struct 
     in.dst = dst->route;
     in.bytes = bytes;
     in.exec_device = -1;
-    in.alias_ok = call->alias_dst != NULL && call->alias_src != NULL;
-    in.relay_ok = in.alias_ok && call->relay_ok && cfg->pool_relay != 0;
+    in.alias_ok = call->alias.dst != NULL && call->alias.src != NULL;
+    in.relay_ok = in.alias_ok && call->relay.ok && cfg->pool_relay != 0;
     bool cross = src->route.known && dst->route.known && src->route.device >= 0 &&
                  dst->route.device >= 0 && src->route.device != dst->route.device;
     if (cross && src->ctx != NULL && dst->ctx != NULL && cfg->mode != P2PSHIM_MODE_OFF) {
@@ -67,8 +67,8 @@ struct route_decision upgrade_decide(const struct copy_call *call, const struct 
     struct route_decision d = route_decide(&in, cfg);
     /* The program's grants are asked only of a copy the relay would take. */
     if (d.action == ROUTE_RELAY &&
-        pool_grants(*call->alias_src, src, dst->route.device, false) &&
-        pool_grants(*call->alias_dst, dst, src->route.device, true)) {
+        pool_grants(*call->alias.src, src, dst->route.device, false) &&
+        pool_grants(*call->alias.dst, dst, src->route.device, true)) {
         in.pool_granted = true;
         d = route_decide(&in, cfg);
     }

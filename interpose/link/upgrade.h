@@ -9,7 +9,7 @@
 #include <stddef.h>
 
 #include "config.h"
-#include "copy.h"
+#include "copy_call.h"
 #include "route.h"
 #include "shim_cuda.h"
 

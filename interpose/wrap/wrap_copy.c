@@ -26,11 +26,10 @@
         pfn_##name real = REAL(name);                                         \
         if (real == NULL)                                                     \
             return CUDA_ERROR_NOT_INITIALIZED;                                \
-        struct copy_call call_ = {HOOK_##name, (stream_expr),                 \
-                                  HOOK_PER_THREAD_##name, 0, false, NULL, NULL, \
-                                  NULL, NULL, 0, 0, 0, 0, false,              \
-                                  false, false, false,                        \
-                                  CUDA_SUCCESS, 0, 0, false};                 \
+        struct copy_call call_ = {                                            \
+            .issue = {.api = HOOK_##name, .stream = (stream_expr),            \
+                      .per_thread = HOOK_PER_THREAD_##name},                  \
+            .relay = {.rc = CUDA_SUCCESS}};                                   \
         struct copy_call *call = &call_;                                      \
         if (!shim_begin())                                                    \
             return real args;                                                 \
@@ -39,7 +38,7 @@
         shim_end();                                                           \
         CUresult r_ = act_.rc;                                                \
         if (!act_.replaced) {                                                 \
-            bool plain_ = call_.correlation == 0 && !call_.nvtx_range &&      \
+            bool plain_ = call_.observe.correlation == 0 && !call_.observe.nvtx_range &&      \
                           !link_life_pending(call);                           \
             if (!plain_)                                                      \
                 copy_call_begin(call);                                        \
@@ -106,7 +105,7 @@ WRAP_PEER_ASYNC(cuMemcpyPeerAsync_ptsz)
     static const type *consider_##kind(struct copy_call *call, const type *c, type *local) \
     {                                                                         \
         copy_consider_##kind(copy_alias_allow_##kind(call, c, local), c);     \
-        return call->aliased ? local : c;                                     \
+        return call->alias.done ? local : c;                                     \
     }
 STRUCT_CONSIDER(2d, CUDA_MEMCPY2D)
 STRUCT_CONSIDER(3d, CUDA_MEMCPY3D)
@@ -137,7 +136,7 @@ WRAP_STRUCT_ASYNC(cuMemcpy3DPeerAsync_ptsz, CUDA_MEMCPY3D_PEER, 3d_peer)
 #define CONSIDER_BATCH                                                        \
     copy_consider_batch(call, &(struct copy_batch){dsts, srcs, sizes, count, attrs, \
                                                    attrsIdxs, numAttrs, s,    \
-                                                   call->per_thread})
+                                                   call->issue.per_thread})
 #define WRAP_BATCH_12080(name)                                                \
     WRAP_STREAM(name,                                                         \
          (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,  \
