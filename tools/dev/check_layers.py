@@ -36,14 +36,12 @@ upward is reported with the folders, e.g.
 
 A folder listed with the word `headers` after its name (`include headers`)
 is a folder of contracts that the shim and other programs read: it holds
-headers and lists (.h, .def) only, no .c file, and they include headers
-of their own folder and those below only, e.g.
+headers and lists (.h, .def) only, no .c file. Every folder's headers and
+lists include headers of their own folder and those below only, e.g.
 
     headers only: include/a.c is a source file in include/
     upward include: include/a.h includes core/b.h: core is above include
-
-(The other folders' headers are not held to that yet: bounce.h, upgrade.h
-and link_life.h take struct copy_call from copy/copy.h.)
+    upward include: bounce/a.h includes copy/b.h: copy is above bounce
 
 Options: `--module=DIR` makes the files of the subfolder DIR one node (a
 module with an internal header of its own: circles inside it are its own
@@ -292,8 +290,8 @@ def quoted_includes(text):
 
 def include_problems(root, flagged):
     """Report lines for a .c file in a `headers` folder and for each
-    include, by a file of such a folder, of a header (.h, .def) of a
-    folder above it."""
+    include, by a file of such a folder or by any header (.h, .def), of a
+    header of a folder above it."""
     rank = {name: i for i, (name, _) in enumerate(flagged)}
     headers_only = {name for name, flags in flagged if "headers" in flags}
     files = {}
@@ -308,7 +306,7 @@ def include_problems(root, flagged):
         folder = folder_of(rel)
         if rel.endswith(".c") and folder in headers_only:
             out.append(f"headers only: {rel} is a source file in {folder}/")
-        if folder not in headers_only:
+        if folder not in headers_only and not rel.endswith((".h", ".def")):
             continue
         for name in quoted_includes(open(files[rel]).read()):
             target = resolve_include(root, rel, name, listed)
