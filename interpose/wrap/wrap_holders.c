@@ -237,18 +237,21 @@ P2PSHIM_EXPORT int mincore(void *addr, size_t len, unsigned char *vec)
     return r;
 }
 
-/* The mode is read where the flags say it was passed, as libc reads it. */
+/* The mode, read into `mode` where the flags say it was passed, as libc
+ * reads it. */
+#define OPEN_MODE(flags)                                                      \
+    mode_t mode = 0;                                                          \
+    if (__OPEN_NEEDS_MODE(flags)) {                                           \
+        va_list ap;                                                           \
+        va_start(ap, flags);                                                  \
+        mode = va_arg(ap, mode_t);                                            \
+        va_end(ap);                                                           \
+    }
 #define WRAP_OPEN(name)                                                       \
     P2PSHIM_EXPORT int name(const char *path, int flags, ...)                 \
     {                                                                         \
         REAL_OR_ENOSYS(open_fn, real_##name, #name);                          \
-        mode_t mode = 0;                                                      \
-        if (__OPEN_NEEDS_MODE(flags)) {                                       \
-            va_list ap;                                                       \
-            va_start(ap, flags);                                              \
-            mode = va_arg(ap, mode_t);                                        \
-            va_end(ap);                                                       \
-        }                                                                     \
+        OPEN_MODE(flags);                                                     \
         opening(path);                                                        \
         return real(path, flags, mode);                                       \
     }
@@ -256,13 +259,7 @@ P2PSHIM_EXPORT int mincore(void *addr, size_t len, unsigned char *vec)
     P2PSHIM_EXPORT int name(int dirfd, const char *path, int flags, ...)      \
     {                                                                         \
         REAL_OR_ENOSYS(openat_fn, real_##name, #name);                        \
-        mode_t mode = 0;                                                      \
-        if (__OPEN_NEEDS_MODE(flags)) {                                       \
-            va_list ap;                                                       \
-            va_start(ap, flags);                                              \
-            mode = va_arg(ap, mode_t);                                        \
-            va_end(ap);                                                       \
-        }                                                                     \
+        OPEN_MODE(flags);                                                     \
         opening(path);                                                        \
         return real(dirfd, path, flags, mode);                                \
     }
