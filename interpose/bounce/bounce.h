@@ -98,6 +98,12 @@ void bounce_host_release(const void *host, size_t bytes);
  * opened): every snapshot ends, none is taken again. */
 void bounce_holder_range(const void *host, size_t bytes);
 void bounce_holder_process(void);
+/* Their first half alone: the marks, lock-free and without starting the
+ * shim (a program that never calls CUDA opens /proc/self/mem or
+ * registers io_uring buffers unchanged); the wrappers call the whole
+ * functions only while a snapshot exists (bounce_active). */
+void bounce_holder_mark_range(const void *host, size_t bytes);
+void bounce_holder_mark_process(void);
 
 /* After a successful mincore(addr, len, vec): lazy pages there marked
  * resident, as they would be without the shim. Nothing when no snapshot

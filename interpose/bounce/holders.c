@@ -91,13 +91,25 @@ static bool held_meets(uintptr_t lo, uintptr_t hi)
     return false;
 }
 
+void bounce_holder_mark_range(const void *host, size_t bytes)
+{
+    uintptr_t lo = (uintptr_t)host, hi = bytes < HELD_TOP - lo ? lo + bytes : HELD_TOP;
+    if (bytes != 0 && lo < HELD_TOP)
+        held_add(page_down(lo), page_up(hi));
+}
+
 void bounce_holder_range(const void *host, size_t bytes)
 {
     uintptr_t lo = (uintptr_t)host, hi = bytes < HELD_TOP - lo ? lo + bytes : HELD_TOP;
     if (bytes == 0 || lo >= HELD_TOP)
         return;
-    held_add(page_down(lo), page_up(hi));
+    bounce_holder_mark_range(host, bytes);
     bounce_host_keep(host, hi - lo);
+}
+
+void bounce_holder_mark_process(void)
+{
+    atomic_store(&whole, true);
 }
 
 void bounce_holder_process(void)

@@ -54,9 +54,14 @@ static bool read_program(void *dst, const void *src, size_t n)
     return ok;
 }
 
+/* Marked at once (no start of the shim); snapshots there end only while
+ * any exists. */
 static void hold(const void *p, size_t n)
 {
-    if (p != NULL && n != 0 && shim_begin()) {
+    if (p == NULL || n == 0)
+        return;
+    bounce_holder_mark_range(p, n);
+    if (bounce_active() && shim_begin()) {
         bounce_holder_range(p, n);
         shim_end();
     }
@@ -161,7 +166,10 @@ static bool path_holds_all(const char *path)
 
 static void opening(const char *path)
 {
-    if (path_holds_all(path) && shim_begin()) {
+    if (!path_holds_all(path))
+        return;
+    bounce_holder_mark_process();
+    if (bounce_active() && shim_begin()) {
         bounce_holder_process();
         shim_end();
     }
