@@ -77,8 +77,12 @@ static void judge_fills(struct snap *s)
 
 /* Fills the run [run, end) of s's pages, which the caller marked BUSY
  * (lock held; dropped meanwhile): write-protected while s tracks writes,
- * unprotected once it is being given up. Returns bgpu_fill's answer. */
-static int fill_run(struct snap *s, size_t run, size_t end)
+ * unprotected once it is being given up. read: someone wants the bytes
+ * (a CPU touch, a fork, the driver reading them), which the outcome
+ * counts; not read: the shim fills them only because s ends before the
+ * driver overwrites them (bounce_end), which tells nothing of the
+ * program. Returns bgpu_fill's answer. */
+static int fill_run(struct snap *s, size_t run, size_t end, bool read)
 {
     uint8_t *st = s->page;
     bool wp = !s->abandoned;
@@ -110,12 +114,12 @@ static int fill_run(struct snap *s, size_t run, size_t end)
         else
             st[p] = (r > 0 && wp && st[p] == PG_BUSY) ? PG_CLEAN : PG_DIRTY;
     }
-    if (r > 0) {
+    if (r > 0 && read) {
         s->filled += end - run;
         if (s->h2d_seen)
             s->filled_after += end - run;
+        judge_fills(s);
     }
-    judge_fills(s);
     pthread_cond_broadcast(&bounce_cv);
     if (r < 0) {
         /* The handler must read an event first: the faulting threads
@@ -128,9 +132,10 @@ static int fill_run(struct snap *s, size_t run, size_t end)
 }
 
 /* Fills the missing pages of s among [i, end), except [x0, x1), at most
- * *want of them (counted down). Lock held. false when a run must be
- * retried (the handler reads an event first). */
-static bool fill_span(struct snap *s, size_t i, size_t end, size_t x0, size_t x1, size_t *want)
+ * *want of them (counted down); read as for fill_run. Lock held. false
+ * when a run must be retried (the handler reads an event first). */
+static bool fill_span(struct snap *s, size_t i, size_t end, size_t x0, size_t x1, size_t *want,
+                      bool read)
 {
     uint8_t *st = s->page;
     while (i < end && *want > 0) {
@@ -147,7 +152,7 @@ static bool fill_span(struct snap *s, size_t i, size_t end, size_t x0, size_t x1
             st[i++] = PG_BUSY;
             (*want)--;
         }
-        if (fill_run(s, run, i) < 0)
+        if (fill_run(s, run, i, read) < 0)
             return false;
     }
     return true;
@@ -158,7 +163,8 @@ static bool fill_span(struct snap *s, size_t i, size_t end, size_t x0, size_t x1
 static bool fill_all_from(struct snap *s, size_t from)
 {
     size_t all = SIZE_MAX;
-    return fill_span(s, from, bounce_npages(s), 0, 0, &all) && fill_span(s, 0, from, 0, 0, &all);
+    return fill_span(s, from, bounce_npages(s), 0, 0, &all, true) &&
+           fill_span(s, 0, from, 0, 0, &all, true);
 }
 
 /* Gives s up (lock held, s pinned; the budget is spent): every present
@@ -226,7 +232,7 @@ void bounce_fill_range(struct snap *s, uintptr_t lo, uintptr_t hi, uintptr_t ex_
             bounce_unlock();
             return;
         }
-    } else if (!fill_span(s, i0, i1, x0, x1, &all)) {
+    } else if (!fill_span(s, i0, i1, x0, x1, &all, touch)) {
         bounce_unlock();
         return;
     }
@@ -262,6 +268,6 @@ void bounce_fill_growing(struct snap *s, uintptr_t addr)
     if (s->fill_unit <= s->reg_hi - s->reg_lo)
         s->fill_unit *= 2;
     size_t from = bounce_index(s, addr - (addr - s->reg_lo) % chunk);
-    if (fill_span(s, from, bounce_npages(s), 0, 0, &want))
-        fill_span(s, 0, from, 0, 0, &want);
+    if (fill_span(s, from, bounce_npages(s), 0, 0, &want, true))
+        fill_span(s, 0, from, 0, 0, &want, true);
 }

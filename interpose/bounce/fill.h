@@ -51,7 +51,9 @@ void bounce_fill_growing(struct snap *s, uintptr_t addr);
  * inside [ex_lo, ex_hi); outside the handler, also waits for pages others
  * are filling there (the handler never waits for other threads: they may
  * be waiting for it to read an event). With touch, one CPU touch against
- * s's budget: past it, s is given up instead. */
+ * s's budget (past it, s is given up instead), and the fill counts as a
+ * read in s's outcome; without (s ending before the driver overwrites
+ * its pages), neither. */
 void bounce_fill_range(struct snap *s, uintptr_t lo, uintptr_t hi, uintptr_t ex_lo,
                        uintptr_t ex_hi, bool touch);
 /* bounce_fill_range with touch: the driver about to read a range, a fork

@@ -377,5 +377,6 @@ int main(int argc, char **argv)
     writes();
     kernel_reads();
     small_h2d();
+    overlapped();
     return pl_finish("bounce_paths");
 }

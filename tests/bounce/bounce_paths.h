@@ -18,11 +18,12 @@ unsigned char *buffer(size_t n);
 /* Prints the checksums of n host bytes and of dn device bytes. */
 void line(const char *what, const unsigned char *h, size_t n, CUdeviceptr d, size_t dn);
 
-/* bounce_paths_parts.c: checks 2 to 5 and the small H2D. */
+/* bounce_paths_parts.c: checks 2 to 6 and the small H2D. */
 void loop(void);
 void partial(void);
 void writes(void);
 void kernel_reads(void);
 void small_h2d(void);
+void overlapped(void);
 
 #endif
