@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 
 #include "counters.h"
+#include "dormant.h"
 #include "driver.h"
 #include "gpu.h"
 #include "holders.h"
@@ -305,6 +306,7 @@ static struct snap *eager_snap_new(uintptr_t h, CUdeviceptr dev, size_t n, int s
         bounce_snap_free(s);
         return NULL;
     }
+    bool was_dormant = !handed && dormant_claim(rlo, rlo + rlen);
     bounce_lock();
     bounce_link(s);
     bounce_unlock();
@@ -312,6 +314,8 @@ static struct snap *eager_snap_new(uintptr_t h, CUdeviceptr dev, size_t n, int s
         LOG_DEBUG("bounce: host memory at %#lx refuses write-protection: no eager snapshot",
                   (unsigned long)h);
         discard(s, false);
+        if (was_dormant)
+            (void)dormant_keep(rlo, rlo + rlen, false);
         return NULL;
     }
     return s;

@@ -335,7 +335,12 @@ bool bgpu_capturing(const struct copy_call *call)
 CUresult bgpu_copy(const struct copy_call *call, CUdeviceptr dst, CUdeviceptr src,
                    size_t bytes)
 {
-    pfn_cuMemcpyAsync f = REAL_FLAVOUR(cuMemcpyAsync, call->issue.per_thread);
+    /* Both ends are device memory: the explicit kind, never the unified
+     * cuMemcpyAsync, which takes a pointer the driver does not know (a
+     * freed source) for pageable host memory and copies whatever that
+     * address holds. Device to device, a freed end gets
+     * CUDA_ERROR_INVALID_VALUE, the answer the program's own call gets. */
+    pfn_cuMemcpyDtoDAsync_v2 f = REAL_FLAVOUR(cuMemcpyDtoDAsync_v2, call->issue.per_thread);
     return f ? f(dst, src, bytes, call->issue.stream) : CUDA_ERROR_NOT_INITIALIZED;
 }
 

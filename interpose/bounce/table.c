@@ -19,6 +19,7 @@
 
 #include "config.h"
 #include "counters.h"
+#include "dormant.h"
 #include "fill.h"
 #include "gpu.h"
 #include "log.h"
@@ -161,7 +162,9 @@ static void destroy(struct snap *s)
     }
     bounce_unlock();
     bst_snapshot_done(s->faults);
-    if (!s->keep_reg)
+    /* A shared mapping's eager range stays registered, dormant
+     * (dormant.h): unregistered, its next write would fault page by page. */
+    if (!s->keep_reg && !dormant_keep(s->reg_lo, s->reg_hi, s->lazy))
         uffd_unregister(s->reg_lo, s->reg_hi - s->reg_lo);
     bgpu_event_release(s->done);
     bgpu_buffer_put(&s->buf);
@@ -347,6 +350,11 @@ static void fault_body(uintptr_t addr, bool wp)
         return;
     }
     if (wp) {
+        /* Outside every snapshot, in a dormant range: woken whole, once. */
+        if (st == NULL && s == NULL && dormant_fault(addr)) {
+            bounce_unlock();
+            return;
+        }
         on_write(st, addr);
         return;
     }
@@ -384,6 +392,8 @@ static void on_fault(uintptr_t addr, bool wp, bool write)
 static void on_gone(uintptr_t start, uintptr_t end, bool unmapped)
 {
     bounce_lock();
+    if (unmapped)
+        dormant_forget(start, end);
     for (struct snap *s = bounce_head; s; s = s->next) {
         /* A REMOVE during setup is the setup's own MADV_DONTNEED. */
         if (s->reg_lo >= end || start >= s->reg_hi || s->ending || !s->ready)
@@ -432,6 +442,7 @@ void bounce_reap(void)
 static void on_moved(uintptr_t from, uintptr_t to, size_t len)
 {
     bounce_lock();
+    dormant_forget(from, from + len);
     for (struct snap *s = bounce_head; s; s = s->next) {
         if (s->reg_lo >= from + len || from >= s->reg_hi)
             continue;

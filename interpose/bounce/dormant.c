@@ -1,0 +1,90 @@
+/* Dormant ranges (dormant.h). A small fixed table: a program has a few
+ * pinned staging buffers, not hundreds; past DORMANT_MAX the oldest is
+ * unregistered, as every range was before (correct bytes; its next write
+ * faults page by page in the kernel). */
+#define _GNU_SOURCE
+#include "dormant.h"
+
+#include "lock.h"
+#include "uffd.h"
+
+#define DORMANT_MAX 32
+
+struct dormant {
+    uintptr_t lo, hi; /* hi == 0: free */
+    uint64_t stamp;
+};
+
+static struct dormant ranges[DORMANT_MAX];
+static uint64_t clock_now;
+
+void dormant_forget(uintptr_t lo, uintptr_t hi)
+{
+    for (int i = 0; i < DORMANT_MAX; i++)
+        if (ranges[i].hi != 0 && ranges[i].lo < hi && lo < ranges[i].hi)
+            ranges[i].hi = 0;
+}
+
+bool dormant_keep(uintptr_t lo, uintptr_t hi, bool lazy)
+{
+    /* A private anonymous page is made writable when its protection is
+     * lifted, and a lazy range has missing pages: both unregister. */
+    if (lazy || hi <= lo || uffd_private_anon(lo, hi - lo))
+        return false;
+    struct dormant evicted = {0, 0, 0};
+    bounce_lock();
+    dormant_forget(lo, hi);
+    struct dormant *slot = &ranges[0];
+    for (int i = 0; i < DORMANT_MAX && slot->hi != 0; i++)
+        if (ranges[i].hi == 0 || ranges[i].stamp < slot->stamp)
+            slot = &ranges[i];
+    if (slot->hi != 0)
+        evicted = *slot;
+    *slot = (struct dormant){lo, hi, ++clock_now};
+    bounce_unlock();
+    if (evicted.hi != 0)
+        uffd_unregister(evicted.lo, evicted.hi - evicted.lo);
+    return true;
+}
+
+/* Lifts d's protection, every page writable, its writers woken (lock
+ * dropped meanwhile). Failing both (an event to read first), the writers
+ * are woken to fault again, then as writes outside every range. */
+static void wake(struct dormant d)
+{
+    bounce_unlock();
+    if (!uffd_unprotect_writable(d.lo, d.hi - d.lo) && !uffd_protect(d.lo, d.hi - d.lo, false))
+        uffd_wake(d.lo, d.hi - d.lo);
+    bounce_lock();
+}
+
+bool dormant_claim(uintptr_t lo, uintptr_t hi)
+{
+    bool exact = false;
+    bounce_lock();
+    for (int i = 0; i < DORMANT_MAX; i++) {
+        struct dormant d = ranges[i];
+        if (d.hi == 0 || d.lo >= hi || lo >= d.hi)
+            continue;
+        ranges[i].hi = 0;
+        if (d.lo == lo && d.hi == hi)
+            exact = true;
+        else
+            wake(d);
+    }
+    bounce_unlock();
+    return exact;
+}
+
+bool dormant_fault(uintptr_t addr)
+{
+    for (int i = 0; i < DORMANT_MAX; i++) {
+        struct dormant d = ranges[i];
+        if (d.hi == 0 || addr < d.lo || addr >= d.hi)
+            continue;
+        ranges[i].hi = 0;
+        wake(d);
+        return true;
+    }
+    return false;
+}
