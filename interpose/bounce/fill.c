@@ -184,8 +184,9 @@ bool bounce_give_up(struct snap *s, uintptr_t near)
     }
     bounce_unlock();
     const size_t len = s->reg_hi - s->reg_lo;
+    bool shared = false;
     bool ok = s->lazy ? uffd_protect(s->reg_lo, len, false)
-                      : uffd_unprotect_writable(s->reg_lo, len);
+                      : uffd_unprotect_writable(s->reg_lo, len, &shared);
     bounce_lock();
     if (!ok || (s->lazy && !fill_all_from(s, bounce_index(s, near))))
         return false;
@@ -195,6 +196,13 @@ bool bounce_give_up(struct snap *s, uintptr_t near)
      * was filled for the CPU after its H2D tells the predictor so
      * (judge_fills: eager next time, the touches then cost no fill). */
     bounce_judge(s, false);
+    /* Served, then rewritten: on a shared mapping (pinned memory) the
+     * rewrite cost a kernel fault per page in the populate above, more
+     * than the H2D the snapshot saved: the keys back off all the same,
+     * so that a loop refilling its pinned buffer after each H2D (a loader's
+     * batch) stops paying it every round. */
+    if (shared && s->judged && s->useful && !s->neutral && !atomic_load(&bounce_disabled))
+        bounce_tell(s, NEWS_COSTLY);
     if (!s->gone) {
         s->gone = true;
         atomic_fetch_add(&bounce_gone_pending, 1);

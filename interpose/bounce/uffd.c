@@ -359,9 +359,12 @@ bool uffd_protect(uintptr_t start, size_t len, bool on)
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14; older headers lack it */
 #endif
-bool uffd_unprotect_writable(uintptr_t start, size_t len)
+bool uffd_unprotect_writable(uintptr_t start, size_t len, bool *shared)
 {
-    if (uffd_private_anon(start, len))
+    bool anon = uffd_private_anon(start, len);
+    if (shared)
+        *shared = !anon;
+    if (anon)
         return uffd_protect(start, len, false);
     struct uffdio_writeprotect w = {.range = {.start = start, .len = len},
                                     .mode = UFFDIO_WRITEPROTECT_MODE_DONTWAKE};

@@ -82,8 +82,9 @@ bool uffd_private_anon(uintptr_t start, size_t len);
  * write-protection only) that the program is writing: its pages made
  * writable in one call where they would otherwise fault one by one (a
  * shared mapping: pinned memory), then its waiters woken. uffd.c says
- * why. */
-bool uffd_unprotect_writable(uintptr_t start, size_t len);
+ * why. *shared (may be NULL): whether it was a shared mapping, whose
+ * pages the kernel made writable one by one (O(pages), in one call). */
+bool uffd_unprotect_writable(uintptr_t start, size_t len, bool *shared);
 
 /* In a fork child: the handler thread does not exist there and the
  * descriptor serves the parent. Closes it; uffd_open fails from now on. */

@@ -156,6 +156,12 @@ static void apply(const struct predict_pair *keys, enum evidence_news news)
                   "snapshots", (unsigned long)keys->host.addr);
         return;
     }
+    if (news == NEWS_COSTLY) {
+        unsigned skip = predict_outcome(&table, keys, false);
+        LOG_DEBUG("bounce: the CPU rewrote the pinned buffer at %#lx after its H2D: its keys "
+                  "skip %u D2H(s)", (unsigned long)keys->host.addr, skip);
+        return;
+    }
     bool useful = news == NEWS_USEFUL;
     unsigned backoff = predict_outcome(&table, keys, useful);
     atomic_fetch_add_explicit(useful ? &bst_useful : &bst_wasted, 1, memory_order_relaxed);

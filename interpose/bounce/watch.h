@@ -29,6 +29,10 @@ enum evidence_news {
     NEWS_WASTED,  /* its outcome: did not */
     NEWS_READERS, /* the CPU read it besides (predict_readers) */
     NEWS_FORGET,  /* its host memory was unmapped: a later buffer there is new */
+    NEWS_COSTLY,  /* served, but the CPU's rewrite after it cost more than the
+                   * H2D it saved (a pinned buffer's protection lifted page by
+                   * page in the kernel): the keys back off as after a waste;
+                   * counted as neither */
 };
 /* News of a snapshot's, from a program thread. */
 void evidence_news(const struct predict_pair *keys, enum evidence_news news);

@@ -9,6 +9,7 @@
  * spoilt round the program thread's page faults during its memset are
  * counted (getrusage); with the shim they must stay under a small
  * constant (the fault budget and the fills' pieces), never one per page.
+ * Then a pinned buffer refilled by the CPU after each H2D (refill_after).
  * Every byte of the host buffer and of the H2D's destination is checked
  * in both runs, and the transcripts compared (compare.sh). */
 #define _GNU_SOURCE
@@ -92,6 +93,48 @@ static void one_kind(int pinned, size_t n, CUdeviceptr src, CUdeviceptr dst)
     free(want);
 }
 
+/* A pinned buffer refilled by the CPU after each H2D, as a loader
+ * refills its pinned batch: each snapshot serves its H2D, then the refill
+ * lifts its protection, a kernel fault per page (more than the H2D saved).
+ * The keys must back off: of 16 rounds, at most 6 served from a snapshot
+ * (its evidence, then skips of 1, 2, 4, 8), not every round. */
+static void refill_after(size_t n, CUdeviceptr src, CUdeviceptr dst)
+{
+    void *p = NULL;
+    unsigned char *want = malloc(n);
+    PL_OK(cuMemHostAlloc(&p, n, 0));
+    unsigned char *h = p;
+    if (h == NULL || want == NULL)
+        exit(2);
+    memset(h, 0, n);
+    pl_use(bt_env.ctx[0]);
+    bt_prime(h, src, dst, n);
+    int served = 0;
+    for (int r = 0; r < 16; r++) {
+        char what[64];
+        snprintf(what, sizeof what, "pinned refill round %d", r);
+        struct standin_stats s0;
+        bt_d2h_round(h, src, bt_env.ctx[0], want, n, 950 + (unsigned)r, &s0);
+        PL_OK(cuMemcpyHtoD_v2(dst, h, n));
+        struct bt_paths d;
+        bt_paths_since(&s0, &d);
+        if (d.h2d_bytes == 0)
+            served++;
+        bt_check_dev(dst, want, n, what);
+        memset(h, 0x20 + r, n); /* the refill */
+        memset(want, 0x20 + r, n);
+        bt_check_host(h, want, n, what);
+        printf("%s: device=%016llx\n", what,
+               (unsigned long long)bt_fnv((const void *)(uintptr_t)dst, n));
+    }
+    fprintf(stderr, "pinned refill: %d of 16 rounds served from a snapshot\n", served);
+    PL_EXPECT(!bt_shim || (served >= 1 && served <= 6),
+              "pinned refill: %d of 16 rounds served from a snapshot (1 to 6: the refills "
+              "after the H2D must back the buffer off)", served);
+    PL_OK(cuMemFreeHost(h));
+    free(want);
+}
+
 int main(int argc, char **argv)
 {
     bt_init(argc, argv);
@@ -99,5 +142,6 @@ int main(int argc, char **argv)
     CUdeviceptr src = pl_alloc(bt_env.ctx[0], n), dst = pl_alloc(bt_env.ctx[1], n);
     one_kind(1, n, src, dst);
     one_kind(0, n, src, dst);
+    refill_after(n, src, dst);
     return pl_finish("bounce_alt");
 }
