@@ -11,6 +11,7 @@
 #include "gpu.h"
 #include "hooks.h"
 #include "lock.h"
+#include "own_device.h"
 #include "stage.h"
 #include "uffd.h"
 
@@ -46,8 +47,20 @@ static CUstream stage_ready(struct stage *st, CUcontext ctx)
     const struct driver_api *d = driver_api();
     if (st->mem == NULL && bgpu_push(ctx)) {
         void *p = NULL;
+        /* Pinned memory has an address in the unified space, which the
+         * driver may give out where the program's freed device memory
+         * was: registered as the shim's own (own_device.h), so that a copy
+         * through such a stale pointer gets the driver's answer for a
+         * freed one, not the staging bytes (seen on an H200: a D2H and a
+         * device copy from a freed pointer returned success). */
         if (d->mem_host_alloc &&
-            d->mem_host_alloc(&p, 2 * STAGE_BYTES, CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS) {
+            d->mem_host_alloc(&p, 2 * STAGE_BYTES, CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS &&
+            !own_device_add((CUdeviceptr)(uintptr_t)p, 2 * STAGE_BYTES)) {
+            if (d->mem_free_host)
+                d->mem_free_host(p); /* no room to hide it: pageable instead */
+            p = NULL;
+        }
+        if (p != NULL) {
             st->mem = p;
             st->pinned = true;
             st->mem_ctx = ctx;
@@ -101,6 +114,7 @@ static void stage_ctx_gone(struct stage *st, CUcontext ctx, int dev)
     pthread_mutex_lock(&st->mu);
     if (st->mem != NULL && st->pinned && goes_with(st->mem_ctx, st->mem_dev, ctx, dev)) {
         const struct driver_api *d = driver_api();
+        own_device_remove((CUdeviceptr)(uintptr_t)st->mem);
         if (d->mem_free_host && bgpu_push(st->mem_ctx)) {
             d->mem_free_host(st->mem);
             bgpu_pop();
