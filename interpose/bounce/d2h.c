@@ -313,9 +313,10 @@ static struct snap *eager_snap_new(uintptr_t h, CUdeviceptr dev, size_t n, int s
     if (!handed && !uffd_register(rlo, rlen, false)) {
         LOG_DEBUG("bounce: host memory at %#lx refuses write-protection: no eager snapshot",
                   (unsigned long)h);
-        discard(s, false);
+        struct predict_pair keys = s->keys;
+        discard(s, false); /* frees s */
         if (was_dormant)
-            (void)dormant_keep(rlo, rlo + rlen, false);
+            (void)dormant_keep(rlo, rlo + rlen, false, &keys);
         return NULL;
     }
     return s;

@@ -5,14 +5,17 @@
 #define _GNU_SOURCE
 #include "dormant.h"
 
+#include "fill.h"
 #include "lock.h"
 #include "uffd.h"
+#include "watch.h"
 
 #define DORMANT_MAX 32
 
 struct dormant {
     uintptr_t lo, hi; /* hi == 0: free */
     uint64_t stamp;
+    struct predict_pair keys;
 };
 
 static struct dormant ranges[DORMANT_MAX];
@@ -25,13 +28,13 @@ void dormant_forget(uintptr_t lo, uintptr_t hi)
             ranges[i].hi = 0;
 }
 
-bool dormant_keep(uintptr_t lo, uintptr_t hi, bool lazy)
+bool dormant_keep(uintptr_t lo, uintptr_t hi, bool lazy, const struct predict_pair *keys)
 {
     /* A private anonymous page is made writable when its protection is
      * lifted, and a lazy range has missing pages: both unregister. */
     if (lazy || hi <= lo || uffd_private_anon(lo, hi - lo))
         return false;
-    struct dormant evicted = {0, 0, 0};
+    struct dormant evicted = {0};
     bounce_lock();
     dormant_forget(lo, hi);
     struct dormant *slot = &ranges[0];
@@ -40,7 +43,7 @@ bool dormant_keep(uintptr_t lo, uintptr_t hi, bool lazy)
             slot = &ranges[i];
     if (slot->hi != 0)
         evicted = *slot;
-    *slot = (struct dormant){lo, hi, ++clock_now};
+    *slot = (struct dormant){lo, hi, ++clock_now, *keys};
     bounce_unlock();
     if (evicted.hi != 0)
         uffd_unregister(evicted.lo, evicted.hi - evicted.lo);
@@ -84,6 +87,8 @@ bool dormant_fault(uintptr_t addr)
             continue;
         ranges[i].hi = 0;
         wake(d);
+        if (!atomic_load(&bounce_disabled))
+            evidence_later(&d.keys, NEWS_COSTLY); /* the handler never waits (watch.h) */
         return true;
     }
     return false;

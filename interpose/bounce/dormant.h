@@ -19,12 +19,16 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "predict.h"
+
 /* At the end of a snapshot over [lo, hi) (whole pages, registered):
  * true when the range stays registered as dormant (an eager snapshot on a
  * shared mapping, with room in the table); false when the caller must
  * unregister it as before. Without the lock; the oldest entry may be
- * unregistered here to make room. */
-bool dormant_keep(uintptr_t lo, uintptr_t hi, bool lazy);
+ * unregistered here to make room. keys: the snapshot's, told NEWS_COSTLY
+ * (watch.h) when a write wakes the range while still protected: the
+ * wake made the kernel fault its pages in, more than the H2D saved. */
+bool dormant_keep(uintptr_t lo, uintptr_t hi, bool lazy, const struct predict_pair *keys);
 
 /* A write fault at addr outside every snapshot (the handler thread, lock
  * held): when addr lies in a dormant range, that range is woken (its

@@ -477,12 +477,13 @@ P2PSHIM_HOT struct copy_action copy_consider_host(struct copy_call *call, CUdevi
         return (struct copy_action){false, CUDA_SUCCESS}; /* refused: the driver's */
     if (own_device_overlaps(device_ptr, bytes))
         return copy_refused_own();
+    unsigned adds = own_device_adds();
     struct copy_action act = host_copy(call, device_ptr, host_ptr, bytes, to_device, sync);
     /* The shim's work on the way (a snapshot ended, its first fill's
      * staging memory allocated) may have been given the address of
-     * device memory the program freed: checked again before the driver
-     * sees a pointer that now lies in the shim's own memory. */
-    if (!act.replaced && own_device_overlaps(device_ptr, bytes))
+     * device memory the program freed: checked again, when the shim took
+     * memory meanwhile, before the driver sees such a pointer. */
+    if (!act.replaced && own_device_adds() != adds && own_device_overlaps(device_ptr, bytes))
         return copy_refused_own();
     host_copy_note(call, device_ptr, host_ptr, bytes, to_device, act.replaced);
     return act;

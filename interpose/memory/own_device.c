@@ -17,7 +17,7 @@ struct own_slot {
 static struct own_slot slots[OWN_DEVICE_MAX];
 /* Slots below this may be in use: readers look no further. */
 static _Atomic unsigned high_water;
-_Atomic unsigned own_device_live;
+_Alignas(64) struct own_device_words own_device_words;
 
 bool own_device_add(CUdeviceptr p, size_t n)
 {
@@ -31,7 +31,8 @@ bool own_device_add(CUdeviceptr p, size_t n)
         unsigned hw = atomic_load(&high_water);
         while (hw < i + 1 && !atomic_compare_exchange_weak(&high_water, &hw, i + 1))
             ;
-        atomic_fetch_add(&own_device_live, 1);
+        atomic_fetch_add(&own_device_words.adds, 1);
+        atomic_fetch_add(&own_device_words.live, 1);
         return true;
     }
     return false;
@@ -46,7 +47,7 @@ void own_device_remove(CUdeviceptr p)
         if (atomic_load(&slots[i].base) == (uint64_t)p && atomic_load(&slots[i].end) != 0) {
             atomic_store(&slots[i].end, 0);
             atomic_store(&slots[i].base, 0);
-            atomic_fetch_sub(&own_device_live, 1);
+            atomic_fetch_sub(&own_device_words.live, 1);
             return;
         }
 }

@@ -32,11 +32,24 @@ void own_device_remove(CUdeviceptr p);
 
 /* Whether [p, p + n) (n 0: the byte at p) meets a buffer of the shim's. */
 bool own_device_overlaps_slow(CUdeviceptr p, size_t n);
-extern _Atomic unsigned own_device_live;
+/* live: buffers now; adds: buffers ever added. One cache line, which the
+ * check below loads anyway. */
+struct own_device_words {
+    _Atomic unsigned live, adds;
+};
+extern struct own_device_words own_device_words;
 static inline bool own_device_overlaps(CUdeviceptr p, size_t n)
 {
-    return atomic_load_explicit(&own_device_live, memory_order_relaxed) != 0 &&
+    return atomic_load_explicit(&own_device_words.live, memory_order_relaxed) != 0 &&
            own_device_overlaps_slow(p, n);
+}
+/* The count of buffers ever added: a copy checked before the shim's own
+ * work compares it after that work (which may have been given the
+ * address of memory the program just freed), and checks again only when
+ * it moved. */
+static inline unsigned own_device_adds(void)
+{
+    return atomic_load_explicit(&own_device_words.adds, memory_order_relaxed);
 }
 
 #endif
