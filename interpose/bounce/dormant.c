@@ -16,6 +16,11 @@ struct dormant {
     uintptr_t lo, hi; /* hi == 0: free */
     uint64_t stamp;
     struct predict_pair keys;
+    /* The handler is lifting its protection (dormant_fault, lock dropped):
+     * program threads wait before they claim or replace it, else a new
+     * snapshot could protect the range again under the handler's populate,
+     * whose write faults would then wait for the handler itself. */
+    bool waking;
 };
 
 static struct dormant ranges[DORMANT_MAX];
@@ -28,6 +33,17 @@ void dormant_forget(uintptr_t lo, uintptr_t hi)
             ranges[i].hi = 0;
 }
 
+/* Program threads only (lock held): until no entry over [lo, hi) is
+ * being woken by the handler. */
+static void wait_wakes(uintptr_t lo, uintptr_t hi)
+{
+    for (int i = 0; i < DORMANT_MAX; i++)
+        if (ranges[i].waking && ranges[i].lo < hi && lo < ranges[i].hi) {
+            bounce_wait();
+            i = -1; /* the table may have changed meanwhile */
+        }
+}
+
 bool dormant_keep(uintptr_t lo, uintptr_t hi, bool lazy, const struct predict_pair *keys)
 {
     /* A private anonymous page is made writable when its protection is
@@ -36,14 +52,21 @@ bool dormant_keep(uintptr_t lo, uintptr_t hi, bool lazy, const struct predict_pa
         return false;
     struct dormant evicted = {0};
     bounce_lock();
+    wait_wakes(lo, hi);
     dormant_forget(lo, hi);
-    struct dormant *slot = &ranges[0];
-    for (int i = 0; i < DORMANT_MAX && slot->hi != 0; i++)
-        if (ranges[i].hi == 0 || ranges[i].stamp < slot->stamp)
+    /* A free slot, else the oldest; never one the handler is waking. */
+    struct dormant *slot = NULL;
+    for (int i = 0; i < DORMANT_MAX && (slot == NULL || slot->hi != 0); i++)
+        if (!ranges[i].waking &&
+            (slot == NULL || ranges[i].hi == 0 || ranges[i].stamp < slot->stamp))
             slot = &ranges[i];
+    if (slot == NULL) { /* the handler wakes one at a time: cannot be */
+        bounce_unlock();
+        return false;
+    }
     if (slot->hi != 0)
         evicted = *slot;
-    *slot = (struct dormant){lo, hi, ++clock_now, *keys};
+    *slot = (struct dormant){lo, hi, ++clock_now, *keys, false};
     bounce_unlock();
     if (evicted.hi != 0)
         uffd_unregister(evicted.lo, evicted.hi - evicted.lo);
@@ -65,6 +88,7 @@ bool dormant_claim(uintptr_t lo, uintptr_t hi)
 {
     bool exact = false;
     bounce_lock();
+    wait_wakes(lo, hi);
     for (int i = 0; i < DORMANT_MAX; i++) {
         struct dormant d = ranges[i];
         if (d.hi == 0 || d.lo >= hi || lo >= d.hi)
@@ -85,8 +109,11 @@ bool dormant_fault(uintptr_t addr)
         struct dormant d = ranges[i];
         if (d.hi == 0 || addr < d.lo || addr >= d.hi)
             continue;
-        ranges[i].hi = 0;
+        ranges[i].waking = true;
         wake(d);
+        ranges[i].waking = false;
+        ranges[i].hi = 0;
+        pthread_cond_broadcast(&bounce_cv);
         if (!atomic_load(&bounce_disabled))
             evidence_later(&d.keys, NEWS_COSTLY); /* the handler never waits (watch.h) */
         return true;
