@@ -5,6 +5,8 @@
 #define _GNU_SOURCE
 #include "dormant.h"
 
+#include <sys/mman.h>
+
 #include "fill.h"
 #include "lock.h"
 #include "uffd.h"
@@ -23,12 +25,31 @@ struct dormant {
     bool waking;
 };
 
-static struct dormant ranges[DORMANT_MAX];
+/* Mapped at the first dormant range, not static: 3 KiB in the shim's .bss
+ * would push the hot copy path's globals apart, each copy then reading
+ * more cold cache lines (footprint.cold_lines). Until then no entries
+ * (nranges 0). */
+static struct dormant *ranges;
+static int nranges;
 static uint64_t clock_now;
+
+/* The table made (lock held); false when it cannot be mapped. */
+static bool table_made(void)
+{
+    if (ranges == NULL) {
+        void *p = mmap(NULL, sizeof(struct dormant) * DORMANT_MAX, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return false;
+        ranges = p;
+        nranges = DORMANT_MAX;
+    }
+    return true;
+}
 
 void dormant_forget(uintptr_t lo, uintptr_t hi)
 {
-    for (int i = 0; i < DORMANT_MAX; i++)
+    for (int i = 0; i < nranges; i++)
         if (ranges[i].hi != 0 && ranges[i].lo < hi && lo < ranges[i].hi)
             ranges[i].hi = 0;
 }
@@ -37,7 +58,7 @@ void dormant_forget(uintptr_t lo, uintptr_t hi)
  * being woken by the handler. */
 static void wait_wakes(uintptr_t lo, uintptr_t hi)
 {
-    for (int i = 0; i < DORMANT_MAX; i++)
+    for (int i = 0; i < nranges; i++)
         if (ranges[i].waking && ranges[i].lo < hi && lo < ranges[i].hi) {
             bounce_wait();
             i = -1; /* the table may have changed meanwhile */
@@ -52,11 +73,15 @@ bool dormant_keep(uintptr_t lo, uintptr_t hi, bool lazy, const struct predict_pa
         return false;
     struct dormant evicted = {0};
     bounce_lock();
+    if (!table_made()) {
+        bounce_unlock();
+        return false;
+    }
     wait_wakes(lo, hi);
     dormant_forget(lo, hi);
     /* A free slot, else the oldest; never one the handler is waking. */
     struct dormant *slot = NULL;
-    for (int i = 0; i < DORMANT_MAX && (slot == NULL || slot->hi != 0); i++)
+    for (int i = 0; i < nranges && (slot == NULL || slot->hi != 0); i++)
         if (!ranges[i].waking &&
             (slot == NULL || ranges[i].hi == 0 || ranges[i].stamp < slot->stamp))
             slot = &ranges[i];
@@ -89,7 +114,7 @@ bool dormant_claim(uintptr_t lo, uintptr_t hi)
     bool exact = false;
     bounce_lock();
     wait_wakes(lo, hi);
-    for (int i = 0; i < DORMANT_MAX; i++) {
+    for (int i = 0; i < nranges; i++) {
         struct dormant d = ranges[i];
         if (d.hi == 0 || d.lo >= hi || lo >= d.hi)
             continue;
@@ -105,7 +130,7 @@ bool dormant_claim(uintptr_t lo, uintptr_t hi)
 
 bool dormant_fault(uintptr_t addr)
 {
-    for (int i = 0; i < DORMANT_MAX; i++) {
+    for (int i = 0; i < nranges; i++) {
         struct dormant d = ranges[i];
         if (d.hi == 0 || addr < d.lo || addr >= d.hi)
             continue;
