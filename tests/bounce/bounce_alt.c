@@ -140,8 +140,10 @@ int main(int argc, char **argv)
     bt_init(argc, argv);
     size_t n = (argc > 2 ? strtoul(argv[2], NULL, 10) : 16) << 20;
     CUdeviceptr src = pl_alloc(bt_env.ctx[0], n), dst = pl_alloc(bt_env.ctx[1], n);
+    /* First: the predictor has no history of its buffer's address yet
+     * (the pinned loop's buffer, freed, may be mapped there again). */
+    refill_after(n, src, dst);
     one_kind(1, n, src, dst);
     one_kind(0, n, src, dst);
-    refill_after(n, src, dst);
     return pl_finish("bounce_alt");
 }
