@@ -405,6 +405,148 @@ static void probe_unprotect(int fd, void *p, size_t n, const char *what)
     }
 }
 
+/* Cheaper ways to make a write-protected shared range writable again
+ * than MADV_POPULATE_WRITE's fault per page, each timed with the rewrite
+ * after it: an mprotect that adds PROT_EXEC and one that takes it back
+ * (the kernel's mprotect makes dirty shared PTEs writable in its pass), a
+ * protection-key change to a fresh key and back (the same pass with no
+ * permission added), and asynchronous write-protection (Linux 6.7:
+ * UFFD_FEATURE_WP_ASYNC resolves write faults in the kernel, and
+ * PAGEMAP_SCAN says which pages were written). Figures only. */
+#ifndef UFFD_FEATURE_WP_ASYNC
+#define UFFD_FEATURE_WP_UNPOPULATED (1ULL << 13)
+#define UFFD_FEATURE_WP_ASYNC (1ULL << 15)
+#endif
+struct probe_scan_arg {
+    uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages, category_inverted,
+        category_mask, category_anyof_mask, return_mask;
+};
+struct probe_page_region {
+    uint64_t start, end, categories;
+};
+#define PROBE_PAGEMAP_SCAN _IOWR('f', 16, struct probe_scan_arg)
+#define PROBE_PAGE_IS_WRITTEN (1ULL << 1)
+#define PROBE_SCAN_WP_MATCHING (1ULL << 0)
+#define PROBE_SCAN_CHECK_WPASYNC (1ULL << 1)
+
+/* Pages of [p, p+n) written since their protection (and, with reprotect,
+ * protected again in the same call); -1 with errno on failure. */
+static long probe_scan_written(void *p, size_t n, bool reprotect, double *ms)
+{
+    static struct probe_page_region vec[4096];
+    int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    struct probe_scan_arg a = {};
+    a.size = sizeof a;
+    a.flags = PROBE_SCAN_CHECK_WPASYNC | (reprotect ? PROBE_SCAN_WP_MATCHING : 0);
+    a.start = (uintptr_t)p;
+    a.end = (uintptr_t)p + n;
+    a.vec = (uintptr_t)vec;
+    a.vec_len = 4096;
+    a.category_mask = PROBE_PAGE_IS_WRITTEN;
+    a.return_mask = PROBE_PAGE_IS_WRITTEN;
+    double t0 = probe_now_ms();
+    long regions = ioctl(fd, PROBE_PAGEMAP_SCAN, &a);
+    *ms = probe_now_ms() - t0;
+    int e = errno;
+    close(fd);
+    errno = e;
+    if (regions < 0)
+        return -1;
+    long pages = 0;
+    for (long i = 0; i < regions; i++)
+        pages += (long)((vec[i].end - vec[i].start) / 4096);
+    return pages;
+}
+
+static void probe_rewrite(void *p, size_t n, const char *what, const char *way, double pass_ms,
+                          int pass_rc, int pass_errno)
+{
+    long f1 = faults_now();
+    double t1 = probe_now_ms();
+    memset(p, 0x5a, n);
+    double t2 = probe_now_ms();
+    printf("probe %s: %s: pass %s (%.2f ms), rewrite of %zu pages: %ld faults, %.2f ms\n", what,
+           way, pass_rc == 0 ? "ok" : strerror(pass_errno), pass_ms, n / 4096,
+           faults_now() - f1, t2 - t1);
+}
+
+static void probe_cheap_writable(void *p, size_t n, const char *what)
+{
+    int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+    struct uffdio_api api = {UFFD_API, UFFD_FEATURE_PAGEFAULT_FLAG_WP, 0};
+    if (fd < 0 || ioctl(fd, UFFDIO_API, &api) != 0)
+        return;
+    const char *ways[3] = {"unprotect+exec toggle", "unregister+exec toggle",
+                           "unprotect+pkey toggle"};
+    for (int way = 0; way < 3; way++) {
+        struct uffdio_range u = {(uintptr_t)p, n};
+        struct uffdio_register r = {{(uintptr_t)p, n}, UFFDIO_REGISTER_MODE_WP, 0};
+        if (ioctl(fd, UFFDIO_REGISTER, &r) != 0)
+            break;
+        memset(p, way + 1, n);
+        struct uffdio_writeprotect w = {{(uintptr_t)p, n}, UFFDIO_WRITEPROTECT_MODE_WP};
+        ioctl(fd, UFFDIO_WRITEPROTECT, &w);
+        w.mode = 0;
+        ioctl(fd, UFFDIO_WRITEPROTECT, &w);
+        if (way == 1)
+            ioctl(fd, UFFDIO_UNREGISTER, &u);
+        double t0 = probe_now_ms();
+        int rc;
+        if (way < 2) {
+            rc = mprotect(p, n, PROT_READ | PROT_WRITE | PROT_EXEC);
+            rc = rc == 0 ? mprotect(p, n, PROT_READ | PROT_WRITE) : rc;
+        } else {
+            int key = (int)syscall(SYS_pkey_alloc, 0, 0);
+            rc = key < 0 ? -1 : (int)syscall(SYS_pkey_mprotect, p, n, PROT_READ | PROT_WRITE, key);
+            rc = rc == 0 ? (int)syscall(SYS_pkey_mprotect, p, n, PROT_READ | PROT_WRITE, 0) : rc;
+            if (key >= 0)
+                syscall(SYS_pkey_free, key);
+        }
+        int e = errno;
+        probe_rewrite(p, n, what, ways[way], probe_now_ms() - t0, rc, e);
+        if (way != 1)
+            ioctl(fd, UFFDIO_UNREGISTER, &u);
+    }
+    close(fd);
+
+    fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+    struct uffdio_api async = {UFFD_API, UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED, 0};
+    if (fd < 0 || ioctl(fd, UFFDIO_API, &async) != 0) {
+        printf("probe %s: wp-async: unavailable: %s\n", what, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    struct uffdio_register r = {{(uintptr_t)p, n}, UFFDIO_REGISTER_MODE_WP, 0};
+    if (ioctl(fd, UFFDIO_REGISTER, &r) != 0) {
+        printf("probe %s: wp-async: register: %s\n", what, strerror(errno));
+        close(fd);
+        return;
+    }
+    memset(p, 3, n);
+    struct uffdio_writeprotect w = {{(uintptr_t)p, n}, UFFDIO_WRITEPROTECT_MODE_WP};
+    double t0 = probe_now_ms();
+    int rc = ioctl(fd, UFFDIO_WRITEPROTECT, &w);
+    int e = errno;
+    probe_rewrite(p, n, what, "wp-async protect, full rewrite", probe_now_ms() - t0, rc, e);
+    double scan_ms = 0;
+    long written = probe_scan_written(p, n, true, &scan_ms);
+    printf("probe %s: wp-async: scan and reprotect: %ld of %zu pages written (%s), %.2f ms\n",
+           what, written, n / 4096, written < 0 ? strerror(errno) : "ok", scan_ms);
+    long f0 = faults_now();
+    for (size_t off = 0; off < n; off += n / 8)
+        ((volatile char *)p)[off] = 9;
+    long f1 = faults_now();
+    written = probe_scan_written(p, n, false, &scan_ms);
+    printf("probe %s: wp-async: 8 single-byte writes: %ld faults, scan: %ld pages written, "
+           "%.2f ms\n", what, f1 - f0, written, scan_ms);
+    struct uffdio_range u = {(uintptr_t)p, n};
+    ioctl(fd, UFFDIO_UNREGISTER, &u);
+    close(fd);
+}
+
 static void probe_memory(void *p, size_t n, const char *what)
 {
     maps_line(p, what);
@@ -430,6 +572,7 @@ static void probe_memory(void *p, size_t n, const char *what)
                 struct uffdio_range u = {(uintptr_t)p, n};
                 ioctl(fd, UFFDIO_UNREGISTER, &u);
                 probe_unprotect(fd, p, n, what);
+                probe_cheap_writable(p, n, what);
                 continue;
             }
             if (rc == 0) {

@@ -8,6 +8,7 @@
 #                        [--no-build] [--no-tests] [--no-harm] [--no-bounce]
 #                        [--harm-args "..."] [--matrix-args "..."]
 #                        [--tests REGEX] [--ctest-jobs N] [--build-dir DIR]
+#                        [--hookbench-rounds N]
 #
 # 1. the machine (GPUs, driver, kernel, CPUs, THP, torch) into machine.txt;
 # 2. configure and build, Release, -j16, only what the GPU tier and the
@@ -22,6 +23,11 @@
 # 5. the harm rows and bounce loops of tools/bench/p2pbench/harm_run.py (default
 #    --harm-args: --quick without PyTorch's never-bounce and training rows);
 # 6. tools/bench/p2pbench/bounce_run.sh (bouncebench and bounce_torch.py);
+# 2b. with --hookbench-rounds N (before the tests), tools/bench/hookbench/hookbench_ab.py over
+#    the source trees carried as .abtrees/NAME.tar.gz (made here with
+#    `git archive --prefix=NAME/ -o .abtrees/NAME.tar.gz COMMIT`; carry
+#    .abtrees), N rounds, on the stand-in driver: the shim's per-call cost
+#    before and after a change, measured on this machine's quieter CPUs;
 # 7. ONE tarball of every log and result in $OUT (or the log folder when
 #    $OUT is unset), then the short table (oneshot_summary.py) printed last.
 # Time: --budget (default 540 s) counts from the start; the build may take
@@ -40,7 +46,7 @@ START=$(date +%s)
 ARGS="$*"
 BUILD=build-gpu budget=540 matrix=quick do_build=1 do_tests=1 do_harm=1 do_bounce=1
 harm_args="--quick --rows fresh_pinned,pinned_write,malloc_read,fresh_read,first_page,small,bounce,torch.loops"
-matrix_args="" tests_regex="" ctest_jobs=8
+matrix_args="" tests_regex="" ctest_jobs=8 hookbench_rounds=0
 while [ $# -gt 0 ]; do
     case "$1" in
     --budget) budget=$2; shift 2 ;;
@@ -54,6 +60,7 @@ while [ $# -gt 0 ]; do
     --tests) tests_regex=$2; shift 2 ;;
     --ctest-jobs) ctest_jobs=$2; shift 2 ;;
     --build-dir) BUILD=$2; shift 2 ;;
+    --hookbench-rounds) hookbench_rounds=$2; shift 2 ;;
     -h | --help) sed -n '2,/^set -u/{ /^#/ s/^# \{0,1\}//p; }' "$0"; exit 0 ;;
     *) echo "gpu_oneshot.sh: unknown argument $1" >&2; exit 2 ;;
     esac
@@ -160,6 +167,28 @@ if [ "$do_build" = 1 ]; then
     echo "build: $(($(date +%s) - t0)) s (log: $LOGS/build.log)"
 fi
 [ -x "$BUILD/tests/gpu/gpu_kernels_selftest" ] || build_ok=0
+
+if [ "$hookbench_rounds" -gt 0 ] 2>/dev/null && ls .abtrees/*.tar.gz >/dev/null 2>&1; then
+    t0=$(date +%s)
+    echo "== hookbench_ab.py ($hookbench_rounds rounds)"
+    trees=()
+    mkdir -p "$ROOT/$BUILD/abtrees"
+    for t in .abtrees/*.tar.gz; do
+        name=$(basename "$t" .tar.gz)
+        tar -xzf "$t" -C "$ROOT/$BUILD/abtrees" &&
+            ln -sfn "$ROOT/.deps" "$ROOT/$BUILD/abtrees/$name/.deps" &&
+            trees+=("$name=$ROOT/$BUILD/abtrees/$name")
+    done
+    trees+=("head=$ROOT")
+    if timeout --kill-after=10 "$(( $(left) / 2 > 30 ? $(left) / 2 : 30 ))" python3 \
+            tools/bench/hookbench/hookbench_ab.py --rounds "$hookbench_rounds" --jobs 16 \
+            --out "$RESULTS/hookbench-ab.txt" "${trees[@]}" >"$LOGS/hookbench.log" 2>&1; then
+        stage hookbench ok "$t0"
+    else
+        stage hookbench FAILED "$t0"
+    fi
+    tail -n 20 "$LOGS/hookbench.log"
+fi
 
 s=$(share "$w_tests")
 if [ "$do_tests" = 1 ] && [ "$build_ok" = 1 ] && enough tests "$s"; then
