@@ -82,6 +82,7 @@ struct snap {
     bool ending;                /* being ended: no new users; still registered */
     bool gone;                  /* its memory was unmapped or dropped: to be ended */
     bool keep_reg;              /* ended for a D2H over the same pages: stays registered */
+    bool unregistered;          /* given up by unregistering (a shared mapping): not dormant */
     CUevent done;               /* eager: recorded after the snapshot and the D2H */
     uintptr_t reg_lo, reg_hi;   /* registered: the pages [host, host+bytes) covers whole */
     uint8_t *page;              /* state of each page of [reg_lo, reg_hi) */

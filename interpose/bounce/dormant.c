@@ -104,7 +104,8 @@ bool dormant_keep(uintptr_t lo, uintptr_t hi, bool lazy, const struct predict_pa
 static void wake(struct dormant d)
 {
     bounce_unlock();
-    if (!uffd_unprotect_writable(d.lo, d.hi - d.lo, NULL) && !uffd_protect(d.lo, d.hi - d.lo, false))
+    if (!uffd_unprotect_writable(d.lo, d.hi - d.lo, NULL, NULL) &&
+        !uffd_protect(d.lo, d.hi - d.lo, false))
         uffd_wake(d.lo, d.hi - d.lo);
     bounce_lock();
 }

@@ -184,21 +184,23 @@ bool bounce_give_up(struct snap *s, uintptr_t near)
     }
     bounce_unlock();
     const size_t len = s->reg_hi - s->reg_lo;
-    bool shared = false;
+    bool shared = false, unregistered = false;
     bool ok = s->lazy ? uffd_protect(s->reg_lo, len, false)
-                      : uffd_unprotect_writable(s->reg_lo, len, &shared);
+                      : uffd_unprotect_writable(s->reg_lo, len, &shared, &unregistered);
     bounce_lock();
     if (!ok || (s->lazy && !fill_all_from(s, bounce_index(s, near))))
         return false;
     s->given_up = true;
+    s->unregistered = unregistered;
     /* Not yet served: wasted. Served already: it stays useful (its H2D
      * came from the GPU, and giving up cost O(1)); a lazy one whose rest
      * was filled for the CPU after its H2D tells the predictor so
      * (judge_fills: eager next time, the touches then cost no fill). */
     bounce_judge(s, false);
     /* Served, then rewritten: on a shared mapping (pinned memory) the
-     * rewrite cost a kernel fault per page in the populate above, more
-     * than the H2D the snapshot saved: the keys back off all the same,
+     * rewrite cost a pass over the range's page table above (a fault per
+     * page where the mprotect was refused), as much as the H2D the
+     * snapshot saved: the keys back off all the same,
      * so that a loop refilling its pinned buffer after each H2D (a loader's
      * batch) stops paying it every round. */
     if (shared && s->judged && s->useful && !s->neutral && !atomic_load(&bounce_disabled))

@@ -164,7 +164,8 @@ static void destroy(struct snap *s)
     bst_snapshot_done(s->faults);
     /* A shared mapping's eager range stays registered, dormant
      * (dormant.h): unregistered, its next write would fault page by page. */
-    if (!s->keep_reg && !dormant_keep(s->reg_lo, s->reg_hi, s->lazy, &s->keys))
+    if (!s->keep_reg && !s->unregistered &&
+        !dormant_keep(s->reg_lo, s->reg_hi, s->lazy, &s->keys))
         uffd_unregister(s->reg_lo, s->reg_hi - s->reg_lo);
     bgpu_event_release(s->done);
     bgpu_buffer_put(&s->buf);

@@ -80,11 +80,14 @@ bool uffd_private_anon(uintptr_t start, size_t len);
 
 /* uffd_protect(start, len, false) for an eager range (registered for
  * write-protection only) that the program is writing: its pages made
- * writable in one call where they would otherwise fault one by one (a
- * shared mapping: pinned memory), then its waiters woken. uffd.c says
+ * writable at once where they would otherwise fault one by one (a shared
+ * mapping: pinned memory), then its waiters woken. uffd.c says how and
  * why. *shared (may be NULL): whether it was a shared mapping, whose
- * pages the kernel made writable one by one (O(pages), in one call). */
-bool uffd_unprotect_writable(uintptr_t start, size_t len, bool *shared);
+ * pages the kernel made writable in a pass over them (O(pages), in two
+ * or three calls). *unregistered (may be NULL): whether the range was
+ * unregistered on the way (a shared mapping's cheaper way: the caller
+ * must not count on it being registered any more). */
+bool uffd_unprotect_writable(uintptr_t start, size_t len, bool *shared, bool *unregistered);
 
 /* In a fork child: the handler thread does not exist there and the
  * descriptor serves the parent. Closes it; uffd_open fails from now on. */

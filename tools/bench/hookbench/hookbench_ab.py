@@ -47,8 +47,22 @@ def build(src, jobs):
     raise RuntimeError(f"{src}: no hookbench after the build")
 
 
+def standin_dir(bench):
+    """The folder of the stand-in's libcuda.so.1 in bench's build folder: put
+    first on LD_LIBRARY_PATH, which a machine with a real driver may set to
+    the real one's folder (searched before the program's RUNPATH)."""
+    build = bench
+    while os.path.basename(build) != "build-hookbench":
+        build = os.path.dirname(build)
+    for root, _, files in os.walk(build):
+        if "libcuda.so.1" in files:
+            return root
+    raise RuntimeError(f"{build}: no stand-in libcuda.so.1")
+
+
 def run_once(bench, lib):
     env = dict(os.environ, P2PSHIM_TRUST="skip")
+    env["LD_LIBRARY_PATH"] = standin_dir(bench) + ":" + env.get("LD_LIBRARY_PATH", "")
     if lib:
         env["LD_PRELOAD"] = lib
     else:
@@ -89,7 +103,7 @@ def main():
         for name, bench, lib in order:
             try:
                 plain, shim = run_once(bench, None), run_once(bench, lib)
-            except subprocess.CalledProcessError as e:
+            except (subprocess.CalledProcessError, RuntimeError) as e:
                 print(f"hookbench_ab: {name}: run failed: {e}", file=sys.stderr)
                 return 1
             diffs[name].append({k: shim[k] - plain[k] for k in plain if k in shim})
