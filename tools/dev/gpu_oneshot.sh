@@ -15,6 +15,11 @@
 #    benchmarks need (the library, the launcher, every gpu_* test program,
 #    harmbench and bouncebench); with -Werror first, without it if only
 #    that fails (build.log says so);
+# 2b. with --hookbench-rounds N, tools/bench/hookbench/hookbench_ab.py over
+#    the source trees carried as .abtrees/NAME.tar.gz (made here with
+#    `git archive --prefix=NAME/ -o .abtrees/NAME.tar.gz COMMIT`; carry
+#    .abtrees), N rounds, on the stand-in driver: the shim's per-call cost
+#    before and after a change, measured on this machine's quieter CPUs;
 # 3. the GPU tier: ctest -L gpu, without the gpu2 label when one GPU is
 #    present (tests/gpu/CMakeLists.txt lists those), N tests at a time;
 # 4. the misprediction matrix (tools/bench/p2pbench/harm_matrix.py --set quick,
@@ -23,11 +28,6 @@
 # 5. the harm rows and bounce loops of tools/bench/p2pbench/harm_run.py (default
 #    --harm-args: --quick without PyTorch's never-bounce and training rows);
 # 6. tools/bench/p2pbench/bounce_run.sh (bouncebench and bounce_torch.py);
-# 2b. with --hookbench-rounds N (before the tests), tools/bench/hookbench/hookbench_ab.py over
-#    the source trees carried as .abtrees/NAME.tar.gz (made here with
-#    `git archive --prefix=NAME/ -o .abtrees/NAME.tar.gz COMMIT`; carry
-#    .abtrees), N rounds, on the stand-in driver: the shim's per-call cost
-#    before and after a change, measured on this machine's quieter CPUs;
 # 7. ONE tarball of every log and result in $OUT (or the log folder when
 #    $OUT is unset), then the short table (oneshot_summary.py) printed last.
 # Time: --budget (default 540 s) counts from the start; the build may take
