@@ -13,6 +13,10 @@ recomputed from the run logs alone (verdict_test.sh runs the jobs).
                                         of the logs, the verdict card first
   exit LOGDIR STDERR                    upgrade mode's exit line: the copies,
                                         bytes and time saved the logs give
+  exit-nominal LOGDIR STDERR LINK       the same without CUPTI times: the
+                                        nominal saving at LINK NVLinks as NVML
+                                        names them, or none for LINK pix (a
+                                        PCIe link) and none (no link known)
 
 Exit status 0 when every check holds, 1 otherwise (each failure one line)."""
 import glob
@@ -22,6 +26,7 @@ import re
 import sys
 
 NVLINK_GBPS = 20.0   # docs/LAUNCHER.md, "Estimates"
+PCIE_GBPS = 10.0     # the same: the host link when the run timed no host copy
 fails = []
 # The reasons of the class "upgrade" (the shim put the copy on the peer
 # link), from the log's vocabulary itself.
@@ -191,20 +196,25 @@ def check_html(page, dom, logdir):
     check(src.count('class="card"') == 1, "one card in the page")
 
 
+def exit_line(stderr):
+    lines = [l for l in open(stderr, encoding="utf-8").read().splitlines()
+             if l.startswith("p2pshim: upgraded")]
+    check(len(lines) == 1, "exit lines %s" % lines)
+    return lines[0] if lines else ""
+
+
 def check_exit(logdir, stderr):
     runs = read_logs(logdir)
     up = [d for r in runs for d in r["copies"]
           if d.get("reason") in UPGRADE and span(d)[0] == {"PTOP"}]
-    lines = [l for l in open(stderr, encoding="utf-8").read().splitlines()
-             if l.startswith("p2pshim: upgraded")]
-    check(len(lines) == 1, "exit lines %s" % lines)
-    if not lines:
+    line = exit_line(stderr)
+    if not line:
         return
     n, nbytes = len(up), sum(d["bytes"] for d in up)
     check(n > 0 and UPGRADE, "no upgraded copy in the logs (reasons %s)" % UPGRADE)
     m = re.match(r"p2pshim: upgraded (\d+) cop(?:y|ies) \(([^)]*)\) onto the peer link; "
-                 r"estimated time saved: ([0-9.]+ (?:ns|µs|ms|s)) \(([0-9.]+)% of ", lines[0])
-    check(m is not None, "exit line: %s" % lines[0])
+                 r"estimated time saved: ([0-9.]+ (?:ns|µs|ms|s)) \(([0-9.]+)% of ", line)
+    check(m is not None, "exit line: %s" % line)
     if not m:
         return
     check(int(m.group(1)) == n, "exit line copies %s, want %d" % (m.group(1), n))
@@ -215,10 +225,55 @@ def check_exit(logdir, stderr):
     close(float(m.group(4)), 100 * max(want, 0) / wall(runs), "exit line share", rel=0.05)
 
 
+def check_exit_nominal(logdir, stderr, link):
+    """The nominal figure: each upgraded copy's bytes at the host link's
+    rate (PCIe's nominal one when no host copy was timed) against the
+    same bytes at the link's NVLink rate; no figure for a PCIe or unknown
+    link, each said in words."""
+    runs = read_logs(logdir)
+    up = [d for r in runs for d in r["copies"]
+          if d.get("reason") in UPGRADE and span(d)[0] <= {"PTOP"} and
+          d["src"]["dev"] >= 0 and d["dst"]["dev"] >= 0 and d["src"]["dev"] != d["dst"]["dev"]]
+    n, nbytes = len(up), sum(d["bytes"] for d in up)
+    check(n > 0, "no upgraded copy in the logs")
+    line = exit_line(stderr)
+    head = "p2pshim: upgraded %d cop%s (%.1f MiB) onto the peer link; " % (
+        n, "y" if n == 1 else "ies", nbytes / 2**20)
+    check(line.startswith(head), "exit line %s, want it to start %s" % (line, head))
+    rest = line[len(head):]
+    if link == "none":
+        check(rest.startswith("time saved: not estimated (no link known for GPU 0 -> GPU 1: "
+                              "no NVML or bandwidth table names it"), "no-link line: %s" % line)
+        check(rest.endswith("CUPTI off, upgrade mode's default: --set CUPTI=1 times the "
+                            "copies)"), "no-link line lacks the CUPTI hint: %s" % line)
+        return
+    if link == "pix":
+        check(rest == "time saved: not estimated (the link of GPU 0 -> GPU 1, PIX as NVML "
+                      "names it, is not known to be faster than the staged path)",
+              "PCIe line: %s" % line)
+        return
+    host = host_rate(runs) or PCIE_GBPS
+    peer = NVLINK_GBPS * int(link)
+    want = nbytes / host - nbytes / peer
+    check(want > 0, "the recomputed saving is %s: the case proves nothing" % want)
+    m = re.match(r"nominal time saved: ([0-9.]+ (?:ns|µs|ms|s)) \(([0-9.]+)% of [^)]* wall "
+                 r"time\); nominal estimate, not measured: (.*)$", rest)
+    check(m is not None, "nominal line: %s" % line)
+    if not m:
+        return
+    close(ns_of(m.group(1)), want, "nominal saving", rel=0.01)
+    close(float(m.group(2)), 100 * want / wall(runs), "nominal share", rel=0.05)
+    staged = ("staged at PCIe's nominal %.1f GB/s (no host copy timed)" % PCIE_GBPS
+              if not host_rate(runs) else "staged at the host link's %.1f GB/s as timed" % host)
+    basis = "%s against the peer link's %.1f GB/s (NVLink x%s as NVML names it, %.0f GB/s per " \
+            "NVLink)" % (staged, peer, link, NVLINK_GBPS)
+    check(m.group(3).startswith(basis), "basis %s, want %s" % (m.group(3), basis))
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     {"estimate": check_estimate, "text": check_text, "html": check_html,
-     "exit": check_exit}[cmd](*args)
+     "exit": check_exit, "exit-nominal": check_exit_nominal}[cmd](*args)
     for f in fails:
         print("FAIL:", f)
     return 1 if fails else 0

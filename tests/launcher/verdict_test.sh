@@ -2,7 +2,8 @@
 # verdict_test.sh CASE: the answer the report gives first (CPU tier, the
 # stand-in driver and its CUPTI): the verdict's estimate from the run's own
 # records when no measured bandwidth table exists, the HTML header and
-# verdict card of a 3-rank job, upgrade mode's exit line, CUPTI refused,
+# verdict card of a 3-rank job, upgrade mode's exit line (measured with
+# CUPTI, nominal from NVML's link without it), CUPTI refused,
 # the report's format by its file name. The variables are
 # launcher_test.sh's (CMakeLists.txt here); check_verdict.py recomputes
 # every figure from the run logs.
@@ -105,10 +106,11 @@ case_exit_line() {
     job -- run --set CUPTI=1 --log-dir "$dir/up" -- "$LT_DEMO" 4 3
     [ "$rc" -eq 0 ] || { bad "upgrade run: exit $rc"; cat "$dir/err"; }
     CHECK exit "$dir/up" "$dir/err"
-    # Without CUPTI (upgrade mode's default) and without a log to keep: the
-    # line says why there is no estimate, and no folder is left.
+    # Without CUPTI (upgrade mode's default), without NVML and without a
+    # log to keep: the line says why there is no estimate (exit-nominal
+    # checks its figures), and no folder is left.
     job -- run -- "$LT_DEMO" 4 3
-    n=$(grep -c "^p2pshim: upgraded 4 copies (16.0 MiB) onto the peer link; time saved: not estimated (CUPTI off" "$dir/err")
+    n=$(grep -c "^p2pshim: upgraded 4 copies (16.0 MiB) onto the peer link; time saved: not estimated (no link known" "$dir/err")
     [ "$n" -eq 1 ] || { bad "no-CUPTI exit line: $n"; cat "$dir/err"; }
     [ -z "$(ls -A "$dir/tmp")" ] || bad "left $(ls -A "$dir/tmp")"
     # Observe mode prints its verdict instead; plain LD_PRELOAD nothing.
@@ -120,6 +122,33 @@ case_exit_line() {
     env LD_PRELOAD="$plain" LD_LIBRARY_PATH="$LT_STANDIN" "$LT_DEMO" 4 3 \
         >"$dir/out" 2>"$dir/err" || bad "plain preload: exit $?"
     [ ! -s "$dir/err" ] || { bad "plain LD_PRELOAD wrote to stderr"; cat "$dir/err"; }
+}
+
+case_exit_nominal() {
+    # Upgrade mode's default, CUPTI off: the nominal figure from the logs'
+    # bytes where NVML names the pair's link (the stand-in NVML, knowing the
+    # logs' GPUs by their bus ids); none for a PCIe link or none known.
+    job -- run --log-dir "$dir/none" -- "$LT_DEMO" 4 3
+    [ "$rc" -eq 0 ] || { bad "run without NVML: exit $rc"; cat "$dir/err"; return; }
+    CHECK exit-nominal "$dir/none" "$dir/err" none
+    pci=$("$PY" -c 'import glob, json, sys
+h = json.loads(open(sorted(glob.glob(sys.argv[1] + "/*.jsonl"))[0]).readline())
+print(",".join(d["pci"] for d in h["devices"]))' "$dir/none")
+    nvml="LD_LIBRARY_PATH=$LT_FAKE_NVML:$CUPTI_DIR:$LT_STANDIN FAKE_NVML_GPUS=$pci"
+    # shellcheck disable=SC2086
+    job $nvml FAKE_NVML_NVLINKS=3 -- run --log-dir "$dir/nv3" -- "$LT_DEMO" 4 3
+    [ "$rc" -eq 0 ] || { bad "run with NVML: exit $rc"; cat "$dir/err"; }
+    CHECK exit-nominal "$dir/nv3" "$dir/err" 3
+    # shellcheck disable=SC2086
+    job $nvml FAKE_NVML_NVLINKS=0 -- run --log-dir "$dir/pix" -- "$LT_DEMO" 4 3
+    [ "$rc" -eq 0 ] || { bad "run with NVML, PCIe: exit $rc"; cat "$dir/err"; }
+    CHECK exit-nominal "$dir/pix" "$dir/err" pix
+    # The line never changes the exit status.
+    # shellcheck disable=SC2086
+    job $nvml FAKE_NVML_NVLINKS=3 -- run -- sh -c '"$0" 4 3; exit 7' "$LT_DEMO"
+    [ "$rc" -eq 7 ] || bad "exit status $rc with the nominal line, want 7"
+    grep -q "^p2pshim: upgraded 4 copies (16.0 MiB) onto the peer link; nominal time saved: " \
+        "$dir/err" || { bad "no nominal line for a program's exit 7"; cat "$dir/err"; }
 }
 
 case_cupti_unavailable() {

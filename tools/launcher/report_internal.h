@@ -362,6 +362,7 @@ struct report_pair {
     double est_staged_ns, est_peer_gbps, est_saved_ns;
     const char *est_peer_from;
     int64_t tbytes[REPORT_TBINS];    /* bytes of copies issued per time bin */
+    int64_t upgraded_bytes;          /* of the copies the shim put on the peer link */
 };
 
 #define REPORT_MAX_BOUNCE_PAIRS 64
@@ -471,6 +472,16 @@ void report_price_basis(struct report_summary *s);
 /* The host link's rate the estimate uses: the slower direction's best
  * timed copy (one direction when only one was timed); 0 none. */
 double report_price_host_gbps(const struct report_summary *s);
+/* The peer GB/s the estimates take for GPU indices src -> dst where
+ * nothing measured it: best_ptop (the pair's best timed peer copy; 0
+ * none), else the link's type and NVLink count (the table's, else NVML's
+ * for GPUs of this host) at REPORT_NVLINK_GBPS a link, else the host
+ * link's rate (REPORT_PCIE_GBPS when the run timed no host copy): a peer
+ * copy over PCIe runs no faster than the host link. *from: "log", "link"
+ * (the table), "nvml" or "assumed" (no link known); link: the link as
+ * named ("NVLink x2", "PIX"), "" when none named it. */
+double report_price_peer_gbps(struct report_summary *s, int src, int dst, double best_ptop,
+                              const char **from, char *link, size_t len);
 /* NVML's link between the GPUs at PCI bus ids a and b of this host: its
  * type ("NVLink", "NVSwitch", "PIX", ...) and NVLink count. Defined by the
  * launcher (run_links.c), weak here: builds of the report without NVML
@@ -502,8 +513,9 @@ int report_text_write(FILE *f, const char *log_path,
  * "would the shim help, and by how much" (report_text.c). */
 int report_verdict_write(FILE *f, const char *prefix, const struct report_summary *s);
 /* The one line `p2pshim run` prints at exit in upgrade mode: copies
- * upgraded, their bytes, the time saved or why not (report_exit.c). */
-int report_exit_line_write(FILE *f, const struct report_summary *s);
+ * upgraded, their bytes, the time saved or why not (report_exit.c). Not
+ * const: it looks up the pairs' links (report_price_peer_gbps). */
+int report_exit_line_write(FILE *f, struct report_summary *s);
 int report_html_write(FILE *f, const char *log_path,
                       const struct report_summary *s);
 /* The report as one JSON document (docs/report-schema.json), report_json.c. */

@@ -57,17 +57,12 @@ static const char *link_of(struct report_summary *s, const struct report_link *l
     return NULL;
 }
 
-/* The peer GB/s of the pair src -> dst where nothing measured it: the
- * log's best PTOP copy, else its link's type and NVLink count (the
- * table's, else NVML's) at REPORT_NVLINK_GBPS a link, else PCIe: a peer
- * copy over PCIe runs no faster than the host link, so the host link's
- * rate (REPORT_PCIE_GBPS when the run timed no host copy).
- * *from: as report_pair's peer_from; *l_out the table's link, NULL none. */
-static double peer_rate(struct report_summary *s, int src, int dst, double best_ptop,
-                        const char **from, const struct report_link **l_out)
+double report_price_peer_gbps(struct report_summary *s, int src, int dst, double best_ptop,
+                              const char **from, char *link, size_t len)
 {
     const struct report_link *l = report_price_link(s, src, dst);
-    *l_out = l;
+    if (len)
+        link[0] = '\0';
     if (best_ptop > 0) {
         *from = "log";
         return best_ptop;
@@ -75,14 +70,27 @@ static double peer_rate(struct report_summary *s, int src, int dst, double best_
     char type[24] = "";
     int nvlinks = -1;
     *from = link_of(s, l, src, dst, type, sizeof type, &nvlinks);
-    if (*from && !s->est_link[0])
-        snprintf(s->est_link, sizeof s->est_link, nvlink_type(type) ? "%s x%d" : "%s", type,
+    if (*from)
+        snprintf(link, len, nvlink_type(type) ? "%s x%d" : "%s", type,
                  nvlinks > 0 ? nvlinks : 1);
     if (*from && nvlink_rate(type, nvlinks) > 0)
         return nvlink_rate(type, nvlinks);
     *from = *from ? *from : "assumed";
     double host = report_price_host_gbps(s);
     return host > 0 ? host : REPORT_PCIE_GBPS;
+}
+
+/* report_price_peer_gbps, noting the first link named in s->est_link;
+ * *l_out the table's link, NULL none. */
+static double peer_rate(struct report_summary *s, int src, int dst, double best_ptop,
+                        const char **from, const struct report_link **l_out)
+{
+    char link[sizeof s->est_link];
+    *l_out = report_price_link(s, src, dst);
+    double g = report_price_peer_gbps(s, src, dst, best_ptop, from, link, sizeof link);
+    if (link[0] && !s->est_link[0])
+        snprintf(s->est_link, sizeof s->est_link, "%s", link);
+    return g;
 }
 
 static void estimate_pair(struct report_summary *s, struct report_pair *p)

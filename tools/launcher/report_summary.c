@@ -186,9 +186,9 @@ static void note_host_link(struct report_summary *s, const struct report_decisio
 }
 
 /* A copy the shim itself carried over the peer link (upgrade mode), for
- * the exit line: its bytes and its CUPTI time. */
-static void note_upgraded(struct report_summary *s, const struct report_decision *d,
-                          enum report_path path)
+ * the exit line: its bytes and its CUPTI time per file, its bytes per pair. */
+static void note_upgraded(struct report_summary *s, struct report_pair *pair,
+                          const struct report_decision *d, enum report_path path)
 {
     if (s->file < 0 || s->file >= s->nprocs || path != REPORT_PEER ||
         report_reason_class(d->reason) != LOG_CLASS_UPGRADE)
@@ -198,6 +198,7 @@ static void note_upgraded(struct report_summary *s, const struct report_decision
     int64_t ns = report_span_duration(&d->act);
     p->upgraded = report_add(p->upgraded, 1, sat);
     p->upgraded_bytes = report_add(p->upgraded_bytes, d->bytes, sat);
+    pair->upgraded_bytes = report_add(pair->upgraded_bytes, d->bytes, sat);
     if (p->upgraded_ns >= 0)
         p->upgraded_ns = ns > 0 ? report_add(p->upgraded_ns, ns, sat) : -1;
 }
@@ -294,7 +295,7 @@ static void on_copy(void *ctx, const struct report_decision *given)
         note_host_link(s, d);
         return;
     }
-    note_upgraded(s, d, path);
+    note_upgraded(s, p, d, path);
     if (d->has_t)
         report_timeline_add(s, p, d->t_ns, d->bytes);
     int64_t ns = report_span_duration(&d->act);
@@ -409,6 +410,7 @@ static void add_into(struct report_pair *t, const struct report_pair *p, bool *s
         ADD(reasons[i]);
     ADD(saved_n);
     ADD(unest_n);
+    ADD(upgraded_bytes);
 #undef ADD
     t->saved_ns += p->saved_ns;
     t->staged_ns += p->staged_ns;
