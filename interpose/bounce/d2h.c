@@ -56,6 +56,17 @@ static void once_body(void)
 
 enum how { HOW_NONE, HOW_LAZY, HOW_EAGER };
 
+static bool none_resident(uintptr_t lo, uintptr_t hi);
+
+/* Whether the whole pages of [host, host + bytes) look new (none_resident);
+ * false when there are none. */
+static bool whole_pages_new(uintptr_t host, size_t bytes)
+{
+    uintptr_t lo = (host + bounce_page - 1) & ~(uintptr_t)(bounce_page - 1);
+    uintptr_t hi = (host + bytes) & ~(uintptr_t)(bounce_page - 1);
+    return hi > lo && none_resident(lo, hi);
+}
+
 /* Fills of the snapshots over [h, h + n) that are still running finish
  * before the predictor is asked: a fill's last copy wakes the program
  * thread that waited on it before the handler thread judges the fill, and
@@ -119,7 +130,7 @@ static enum how decide(const void *host, size_t bytes, CUdeviceptr dev,
     }
     settle_fills((uintptr_t)host, bytes);
     enum predict_verdict v = evidence_d2h((uintptr_t)host, bytes, dev, src->device);
-    if (v != PREDICT_YES && v != PREDICT_EAGER)
+    if (!predict_snapshot(v))
         return HOW_NONE;
     if (!bounce_holders_allow((uintptr_t)host, bytes))
         return HOW_NONE; /* holders.c: something the shim cannot see may hold the pages */
@@ -135,7 +146,13 @@ static enum how decide(const void *host, size_t bytes, CUdeviceptr dev,
         return HOW_LAZY;
     /* A device that reads pageable memory itself (HMM) would fault on a
      * lazy page without the retry userfaultfd needs. */
-    return bgpu_pageable_access() ? HOW_NONE : HOW_LAZY;
+    if (bgpu_pageable_access())
+        return HOW_NONE;
+    /* A reused buffer that lazy has not paid for yet (predict.h): its
+     * pages stay, since a wrong lazy guess would pay for new ones. */
+    if (v == PREDICT_EAGER_IF_RESIDENT && !whole_pages_new((uintptr_t)host, bytes))
+        return HOW_EAGER;
+    return HOW_LAZY;
 }
 
 /* A snapshot record, in memory of its own (mmap): the shim writes it

@@ -104,6 +104,7 @@ static struct predict_entry *find_or_add(struct predict_table *t, const struct p
         e->eager = false;
         e->eager_run = e->eager_left = 0;
         e->history = 0;
+        e->lazy_ok = e->lazy_next = false;
         if (e->key.kind == PK_HOST)
             filter_add(t, e->key.addr, -1);
         e->key = *k;
@@ -137,7 +138,13 @@ enum predict_verdict predict_query(struct predict_table *t, const struct predict
         e->eager_left--;
         return PREDICT_EAGER;
     }
-    e->eager = false; /* the lazy try: its outcome says whether the reads stopped */
+    if (e->eager) {
+        e->eager = false; /* the lazy try: its outcome says whether the reads stopped */
+        return PREDICT_YES;
+    }
+    if (e->key.kind == PK_HOST && !e->lazy_ok && !e->lazy_next)
+        return PREDICT_EAGER_IF_RESIDENT;
+    e->lazy_next = false;
     return PREDICT_YES;
 }
 
@@ -150,6 +157,7 @@ void predict_readers(struct predict_table *t, const struct predict_pair *p)
     e->eager_run = (uint16_t)(run > PREDICT_BACKOFF_MAX ? PREDICT_BACKOFF_MAX : run);
     e->eager_left = e->eager_run;
     e->eager = true;
+    e->lazy_ok = e->lazy_next = false; /* read: lazy pays fills here */
     set_state(t, e, true, e->backoff, 0);
 }
 
@@ -201,6 +209,7 @@ void predict_forget(struct predict_table *t, uintptr_t host)
             e->eager = false;
             e->eager_run = e->eager_left = 0;
             e->history = 0;
+            e->lazy_ok = e->lazy_next = false;
             e->key.kind = 0;
             filter_add(t, host, -1);
         }
@@ -259,7 +268,8 @@ bool predict_h2d_inside(const struct predict_table *t, uintptr_t host, size_t by
     return false;
 }
 
-unsigned predict_outcome(struct predict_table *t, const struct predict_pair *p, bool useful)
+unsigned predict_outcome(struct predict_table *t, const struct predict_pair *p, bool useful,
+                         bool lazy)
 {
     const struct predict_key *k[2] = {&p->host, &p->dev};
     unsigned backoff = 0;
@@ -269,6 +279,10 @@ unsigned predict_outcome(struct predict_table *t, const struct predict_pair *p, 
             continue;
         bool recent_waste = (e->history & ((1u << PREDICT_HISTORY) - 1)) != 0;
         e->history = (uint8_t)(e->history << 1 | (useful ? 0u : 1u));
+        if (lazy)
+            e->lazy_ok = useful, e->lazy_next = false;
+        else
+            e->lazy_next = useful && !recent_waste && !e->lazy_ok;
         if (useful && e->eager) {
             set_state(t, e, true, e->backoff, 0); /* eager and useful: stays eager */
             continue;

@@ -25,6 +25,16 @@
  * D2Hs, at worst one in PREDICT_BACKOFF_MAX + 1 once the backoff is
  * spent (docs/BOUNCE.md, "Worst case").
  *
+ * Lazy or eager: a lazy snapshot drops the buffer's pages, and a wrong
+ * guess pays for new pages and their fill; an eager one keeps them, and a
+ * wrong guess pays two passes over the page table. So a host key whose
+ * buffer keeps its pages between rounds (a reused buffer) is eager until
+ * lazy has paid for it: a lazy try comes after an eager snapshot that
+ * served with none of the key's last PREDICT_HISTORY outcomes wasted, and
+ * the key stays lazy while its lazy snapshots serve (lazy_ok). A fresh
+ * buffer (no host key, or none of its pages there) is lazy at once: its
+ * pages cost the same either way.
+ *
  * Keys live in a table of PREDICT_KEYS, least recently used replaced. */
 #ifndef P2PSHIM_BOUNCE_PREDICT_H
 #define P2PSHIM_BOUNCE_PREDICT_H
@@ -65,6 +75,8 @@ struct predict_entry {
     uint16_t eager_run;      /* eager D2Hs before the next lazy try (doubles) */
     uint16_t eager_left;     /* of those, still to come */
     uint8_t history;         /* the last outcomes, newest in bit 0: 1 wasted, 0 useful */
+    bool lazy_ok;            /* host key: its last lazy snapshot served */
+    bool lazy_next;          /* host key: the next snapshot is a lazy try */
     uint64_t stamp;          /* last use, for LRU */
 };
 
@@ -104,7 +116,15 @@ enum predict_verdict {
     PREDICT_YES,     /* take a snapshot */
     PREDICT_SKIPPED, /* a key is backing off: this D2H was one of its skips */
     PREDICT_EAGER,   /* take an eager snapshot: the D2H runs, the bytes are kept too */
+    PREDICT_EAGER_IF_RESIDENT, /* a snapshot, eager if the buffer's pages are there
+                                * (reused), lazy if not (new): lazy has not paid
+                                * for this buffer yet */
 };
+/* Whether the verdict asks for a snapshot. */
+static inline bool predict_snapshot(enum predict_verdict v)
+{
+    return v == PREDICT_YES || v == PREDICT_EAGER || v == PREDICT_EAGER_IF_RESIDENT;
+}
 /* A D2H about to run: counts down the skips of its keys. */
 enum predict_verdict predict_query(struct predict_table *t, const struct predict_pair *p);
 
@@ -136,13 +156,17 @@ int predict_h2d(struct predict_table *t, uintptr_t host, size_t bytes, size_t *o
 bool predict_h2d_inside(const struct predict_table *t, uintptr_t host, size_t bytes,
                         uintptr_t *lo, size_t *len);
 
-/* A snapshot's outcome (useful or wasted) for its D2H's keys. Returns the
- * new backoff length (0 when useful). An eager host key's eager snapshot
- * that was useful stays eager; a lazy try that was useful ends the eager
- * mode; a wasted one of either kind ends it and backs off. A useful one
- * keeps the backoff (the next wasted one doubles it) while a wasted one
- * is among the key's last PREDICT_HISTORY outcomes. */
-unsigned predict_outcome(struct predict_table *t, const struct predict_pair *p, bool useful);
+/* A snapshot's outcome (useful or wasted) for its D2H's keys; lazy: the
+ * snapshot was lazy. Returns the new backoff length (0 when useful). An
+ * eager host key's eager snapshot that was useful stays eager; a lazy try
+ * that was useful ends the eager mode; a wasted one of either kind ends
+ * it and backs off. A useful one keeps the backoff (the next wasted one
+ * doubles it) while a wasted one is among the key's last PREDICT_HISTORY
+ * outcomes. A useful lazy one sets lazy_ok, a wasted lazy one clears it;
+ * a useful eager one with no wasted one among the last PREDICT_HISTORY
+ * makes the next snapshot a lazy try. */
+unsigned predict_outcome(struct predict_table *t, const struct predict_pair *p, bool useful,
+                         bool lazy);
 
 /* Readers besides: a lazy snapshot the CPU materialised (read) before
  * its H2D, which still took most of its bytes from it (the CPU did not

@@ -94,7 +94,7 @@ enum predict_verdict evidence_d2h(uintptr_t host, size_t bytes, CUdeviceptr src,
     mirror();
     pthread_mutex_unlock(&watch_mu);
     atomic_fetch_add_explicit(&bst_candidates, 1, memory_order_relaxed);
-    if (v == PREDICT_YES || v == PREDICT_EAGER)
+    if (predict_snapshot(v))
         atomic_fetch_add_explicit(&bst_predicted, 1, memory_order_relaxed);
     else if (v == PREDICT_SKIPPED)
         atomic_fetch_add_explicit(&bst_skipped, 1, memory_order_relaxed);
@@ -157,13 +157,14 @@ static void apply(const struct predict_pair *keys, enum evidence_news news)
         return;
     }
     if (news == NEWS_COSTLY) {
-        unsigned skip = predict_outcome(&table, keys, false);
+        unsigned skip = predict_outcome(&table, keys, false, false);
         LOG_DEBUG("bounce: the CPU rewrote the pinned buffer at %#lx after its H2D: its keys "
                   "skip %u D2H(s)", (unsigned long)keys->host.addr, skip);
         return;
     }
-    bool useful = news == NEWS_USEFUL;
-    unsigned backoff = predict_outcome(&table, keys, useful);
+    bool useful = news == NEWS_USEFUL || news == NEWS_USEFUL_LAZY;
+    bool lazy = news == NEWS_USEFUL_LAZY || news == NEWS_WASTED_LAZY;
+    unsigned backoff = predict_outcome(&table, keys, useful, lazy);
     atomic_fetch_add_explicit(useful ? &bst_useful : &bst_wasted, 1, memory_order_relaxed);
     if (!useful)
         LOG_DEBUG("bounce: snapshot of %zu bytes at %#lx wasted; its keys skip %u D2H(s)",
@@ -215,7 +216,7 @@ void evidence_later(const struct predict_pair *keys, enum evidence_news news)
 void evidence_fallback(const struct predict_pair *keys)
 {
     lock_table();
-    unsigned backoff = predict_outcome(&table, keys, false);
+    unsigned backoff = predict_outcome(&table, keys, false, false);
     mirror();
     pthread_mutex_unlock(&watch_mu);
     atomic_fetch_add_explicit(&bst_fallbacks, 1, memory_order_relaxed);

@@ -25,8 +25,10 @@ void evidence_h2d(const void *host, size_t bytes);
 bool evidence_h2d_inside(const void *host, size_t bytes, uintptr_t *lo, size_t *len);
 /* What a snapshot tells the predictor about its keys. */
 enum evidence_news {
-    NEWS_USEFUL,  /* its outcome: served an H2D (predict_outcome) */
-    NEWS_WASTED,  /* its outcome: did not */
+    NEWS_USEFUL,  /* an eager one's outcome: served an H2D (predict_outcome) */
+    NEWS_WASTED,  /* an eager one's outcome: did not */
+    NEWS_USEFUL_LAZY, /* the same of a lazy snapshot */
+    NEWS_WASTED_LAZY,
     NEWS_READERS, /* the CPU read it besides (predict_readers) */
     NEWS_FORGET,  /* its host memory was unmapped: a later buffer there is new */
     NEWS_COSTLY,  /* served, but the CPU's rewrite after it cost more than the

@@ -2,8 +2,9 @@
  * before its H2D must cost a bounded number of faults, whatever its size.
  *
  * "bounce_waste shim|noshim MIB": host buffers of about MIB MiB (1024 in
- * the plain build), three kinds (malloc and an anonymous mmap, both lazy;
- * cuMemHostAlloc, eager), six ways of touching the snapshot's buffer
+ * the plain build), three kinds (malloc and an anonymous mmap: eager, as
+ * the first snapshot of a reused buffer is, or lazy under
+ * P2PSHIM_BOUNCE=lazy; cuMemHostAlloc, eager), six ways of touching the snapshot's buffer
  * between the D2H and the H2D: a full rewrite in order (memset), in random
  * page order, a full read, a rewrite by the kernel (read(2) from
  * /dev/zero), a rewrite by another thread, a full read by a forked child.

@@ -123,6 +123,12 @@ void bt_paths_since(const struct standin_stats *a, struct bt_paths *out)
                      (b.same_device_bytes - a->same_device_bytes);
 }
 
+bool bt_forced_lazy(void)
+{
+    const char *mode = getenv("P2PSHIM_BOUNCE");
+    return mode != NULL && strcmp(mode, "lazy") == 0;
+}
+
 void bt_expect_bounced(const struct standin_stats *before, size_t host_max, size_t dev_min,
                        size_t plain, const char *what)
 {

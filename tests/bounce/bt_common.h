@@ -56,6 +56,10 @@ struct bt_paths {
 };
 void bt_paths_since(const struct standin_stats *before, struct bt_paths *out);
 
+/* Whether the run forces lazy snapshots (P2PSHIM_BOUNCE=lazy); otherwise
+ * the first snapshot of a reused buffer is eager. */
+bool bt_forced_lazy(void);
+
 /* Under the shim: the copies since `before` moved at most `host_max`
  * bytes through the host and at least `dev_min` bytes device to device.
  * Without the shim: exactly `plain` bytes through the host. */

@@ -5,13 +5,16 @@
  * or writing the buffer in between; write(2) into a pipe; a forked child;
  * realloc and free; pinned and registered memory.
  *
- *   bounce_gpu [--expect bounced|plain|any] [--sizes 4K,1M,...] [--probe]
+ *   bounce_gpu [--expect bounced|served|plain|any] [--sizes 4K,1M,...] [--probe]
  *
  * Prints a transcript that depends only on the bytes (the device-side
  * checksums of every destination, each also compared with the expected
  * bytes), the same with and without the shim (compare_runs.sh). With
  * --expect, CUPTI checks the path of each untouched pair: "bounced" (at
  * most four partial pages through the host, the rest device to device),
+ * "served" (the H2D's bytes device to device but two partial pages; the
+ * D2H's either way: the default mode, whose first snapshot of a reused
+ * buffer is eager),
  * "plain" (every byte through the host), "any" (no check).
  *
  * --probe-hmm: a kernel reading a just-bounced pageable buffer (HMM).
@@ -47,6 +50,14 @@ static int failures;
  * last round. */
 static int untouched_host_check = 1;
 static const char *expect = "any";
+
+/* Whether --expect asks for bounced pairs: "bounced" (lazy: neither copy
+ * through the host) or "served" (the H2D from the device; the D2H either
+ * way, as the first snapshot of a reused buffer is eager). */
+static bool expect_bounce(void)
+{
+    return strcmp(expect, "bounced") == 0 || strcmp(expect, "served") == 0;
+}
 static size_t page;
 static void *dev_src[2], *dev_dst[2];
 static unsigned char *want;
@@ -117,6 +128,10 @@ static void window_end(size_t n, const char *what)
         (host > 4 * page || dev + 2 * page < n))
         FAIL("%s: not bounced on the device: %llu bytes through the host, %llu device to "
              "device", what, host, dev);
+    if (strcmp(expect, "served") == 0 && n >= ((size_t)64 << 10) &&
+        (c.htod_bytes > 2 * page || dev + 2 * page < n))
+        FAIL("%s: the H2D not served on the device: %llu bytes from the host, %llu device "
+             "to device", what, (unsigned long long)c.htod_bytes, dev);
     if (strcmp(expect, "plain") == 0 && host != 2 * (unsigned long long)n)
         FAIL("%s: %llu bytes through the host, expected %zu", what, host, 2 * n);
 }
@@ -272,7 +287,7 @@ static void eager_pair(unsigned char *h, size_t n, uint32_t seed, const char *wh
         char err[256];
         if (cupti_paths_end(&c, err, sizeof err) != 0)
             FAIL("cupti: %s", err);
-        else if (strcmp(expect, "bounced") == 0 &&
+        else if (expect_bounce() &&
                  (c.dtoh_bytes != n || c.htod_bytes != 0 || c.ptop_bytes + c.dtod_bytes < n))
             FAIL("%s: D2H %llu, H2D %llu bytes through the host, %llu device to device; "
                  "expected the D2H only", what, (unsigned long long)c.dtoh_bytes,
@@ -306,7 +321,7 @@ static void kernel_writes(unsigned char *h, size_t n)
 static void pinned(size_t n)
 {
     const char *saved = expect;
-    if (strcmp(expect, "bounced") == 0)
+    if (expect_bounce())
         expect = "any";
     unsigned char *p;
     GT_CHECK(cudaMallocHost((void **)&p, n));
@@ -323,7 +338,7 @@ static void pinned(size_t n)
     GT_CHECK(cudaFreeHost(q));
     kernel_writes(p, n);
     GT_CHECK(cudaFreeHost(p));
-    if (strcmp(expect, "bounced") == 0)
+    if (expect_bounce())
         expect = "any";
     unsigned char *r = (unsigned char *)malloc(n);
     GT_CHECK(cudaHostRegister(r, n, cudaHostRegisterDefault));
@@ -703,7 +718,7 @@ int main(int argc, char **argv)
      * shim's predictor), which moves the D2H's bytes through the host. */
     unsigned char *stage = (unsigned char *)malloc(cap + 64);
     unsigned char *touched = (unsigned char *)malloc(cap + 64);
-    untouched_host_check = strcmp(expect, "bounced") != 0;
+    untouched_host_check = !expect_bounce();
     for (int i = 0; i < nsizes; i++) {
         size_t n = sizes[i];
         for (int async = 0; async < 2; async++)
@@ -715,7 +730,7 @@ int main(int argc, char **argv)
     }
     /* One staging buffer, eight rounds, both directions. */
     for (int r = 0; r < 8; r++) {
-        untouched_host_check = r == 7 || strcmp(expect, "bounced") != 0;
+        untouched_host_check = r == 7 || !expect_bounce();
         pair(stage, (size_t)64 << 20, r % 2, 1 - r % 2, 0, r % 3 == 0, 200 + (uint32_t)r);
     }
     untouched_host_check = 1;

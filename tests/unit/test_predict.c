@@ -2,6 +2,7 @@
  * sequences: each step is a D2H (asked, then remembered), an H2D, an
  * outcome or a free, and what the D2H's verdict must be. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bounce/predict.h"
@@ -37,6 +38,7 @@ static void run(const char *name, const struct step *steps)
     struct predict_table t;
     predict_init(&t);
     struct predict_pair last = {0};
+    enum predict_verdict last_v = PREDICT_NO; /* lazy when YES: a reused buffer */
     for (int i = 0; steps[i].op != END; i++) {
         const struct step *s = &steps[i];
         size_t overlap;
@@ -50,7 +52,10 @@ static void run(const char *name, const struct step *steps)
                 printf("FAIL %s step %d: verdict %d, expected %d\n", name, i, v, s->want);
                 failures++;
             }
+            if (getenv("TEST_PREDICT_TRACE"))
+                printf("%s step %d: verdict %d\n", name, i, v);
             last = p;
+            last_v = v;
             break;
         }
         case H2D: {
@@ -69,7 +74,7 @@ static void run(const char *name, const struct step *steps)
         }
         case GOOD:
         case WASTED:
-            predict_outcome(&t, &last, s->op == GOOD);
+            predict_outcome(&t, &last, s->op == GOOD, last_v == PREDICT_YES);
             break;
         case READERS:
             predict_readers(&t, &last);
@@ -116,7 +121,7 @@ static void filter_property(void)
         switch ((x >> 40) % 5) {
         case 0: predict_query(&t, &p); predict_remember(&t, a, n, p.dev.addr, 0); break;
         case 1: predict_h2d(&t, a, n / 2, &ov, &seen, &armed); break;
-        case 2: predict_outcome(&t, &p, (x >> 50) & 1); break;
+        case 2: predict_outcome(&t, &p, (x >> 50) & 1, (x >> 51) & 1); break;
         case 3: predict_forget(&t, a); break;
         default: predict_overwritten(&t, a, n); break;
         }
@@ -155,6 +160,7 @@ static void filter_property(void)
 #define YES PREDICT_YES
 #define SKIP PREDICT_SKIPPED
 #define EAGER PREDICT_EAGER
+#define RES PREDICT_EAGER_IF_RESIDENT
 
 /* The backoff doubles up to its cap, and the state counts right. */
 static void backoff_capped(void)
@@ -164,7 +170,7 @@ static void backoff_capped(void)
     struct predict_pair p = predict_pair_of(H1, MB, S1);
     unsigned b = 0, prev = 0;
     for (int i = 0; i < 12; i++) {
-        b = predict_outcome(&t, &p, false);
+        b = predict_outcome(&t, &p, false, false);
         if (b != (prev ? (2 * prev > PREDICT_BACKOFF_MAX ? PREDICT_BACKOFF_MAX : 2 * prev) : 1)) {
             printf("FAIL cap: backoff %u after %u\n", b, prev);
             failures++;
@@ -186,21 +192,23 @@ static void backoff_capped(void)
  * `period`-th predicted snapshot wasted, the others useful; every D2H not
  * predicted is followed by its H2D (a seen bounce). Over `rounds` D2Hs,
  * the wasted snapshots of the second half, and the useful ones. */
-static void spoil_pattern(int period, int rounds, int *wasted, int *useful)
+static void spoil_pattern(int period, int rounds, int *wasted, int *useful, int *lazy_wasted)
 {
     struct predict_table t;
     predict_init(&t);
     struct predict_pair p = predict_pair_of(H1, MB, S1);
     int predicted = 0;
-    *wasted = *useful = 0;
+    *wasted = *useful = *lazy_wasted = 0;
     for (int r = 0; r < rounds; r++) {
         enum predict_verdict v = predict_query(&t, &p);
         predict_remember(&t, H1, MB, S1, 0);
-        if (v == PREDICT_YES || v == PREDICT_EAGER) {
+        if (predict_snapshot(v)) {
             bool good = ++predicted % period != 0;
-            predict_outcome(&t, &p, good);
+            predict_outcome(&t, &p, good, v == PREDICT_YES);
             if (r >= rounds / 2)
                 (*(good ? useful : wasted))++;
+            if (r >= rounds / 2 && !good && v == PREDICT_YES)
+                (*lazy_wasted)++;
         } else {
             size_t ov;
             bool seen, armed;
@@ -218,8 +226,15 @@ static void spoilt_bounded(void)
 {
     const int rounds = 20000;
     for (int period = 2; period <= 8; period++) {
-        int wasted, useful;
-        spoil_pattern(period, rounds, &wasted, &useful);
+        int wasted, useful, lazy_wasted;
+        spoil_pattern(period, rounds, &wasted, &useful, &lazy_wasted);
+        /* A wrong lazy guess (new pages, their fill) follows at least
+         * PREDICT_HISTORY useful snapshots in a row. */
+        if (lazy_wasted > useful / PREDICT_HISTORY + 1) {
+            printf("FAIL spoilt 1 in %d: %d of %d wasted were lazy, %d useful\n", period,
+                   lazy_wasted, wasted, useful);
+            failures++;
+        }
         bool doubling = period <= PREDICT_HISTORY + 1;
         int cap = doubling ? rounds / 2 / (PREDICT_BACKOFF_MAX / 2) : useful / PREDICT_HISTORY;
         if (wasted > cap || (!doubling && useful < rounds / 4)) {
@@ -247,7 +262,7 @@ static void lru_consistent(void)
     }
     struct predict_pair newest = predict_pair_of(H1 + (3 * PREDICT_KEYS - 1) * MB, MB,
                                                  S1 + (3 * PREDICT_KEYS - 1) * MB);
-    if (predict_query(&t, &newest) != PREDICT_YES) {
+    if (predict_query(&t, &newest) != PREDICT_EAGER_IF_RESIDENT) {
         printf("FAIL lru: the newest key lost\n");
         failures++;
     }
@@ -261,33 +276,33 @@ static void history_tables(void)
      * one keeps the backoff, so the skips grow 1, 2, 4 instead of
      * staying at 1. */
     static const struct step alternate[] = {
-        {D2H, H1, MB, S1, NO},   {H2D, H1, MB, 0, 0},     {D2H, H1, MB, S1, YES},
+        {D2H, H1, MB, S1, NO},   {H2D, H1, MB, 0, 0},     {D2H, H1, MB, S1, RES},
         {GOOD, 0, 0, 0, 0},      {D2H, H1, MB, S1, YES},  {WASTED, 0, 0, 0, 0},
-        {D2H, H1, MB, S1, SKIP}, {H2D, H1, MB, 0, 0},     {D2H, H1, MB, S1, YES},
-        {GOOD, 0, 0, 0, 0},      {D2H, H1, MB, S1, YES},  {WASTED, 0, 0, 0, 0},
+        {D2H, H1, MB, S1, SKIP}, {H2D, H1, MB, 0, 0},     {D2H, H1, MB, S1, RES},
+        {GOOD, 0, 0, 0, 0},      {D2H, H1, MB, S1, RES},  {WASTED, 0, 0, 0, 0},
         {D2H, H1, MB, S1, SKIP}, {H2D, H1, MB, 0, 0},     {D2H, H1, MB, S1, SKIP},
-        {H2D, H1, MB, 0, 0},     {D2H, H1, MB, S1, YES},  {GOOD, 0, 0, 0, 0},
-        {D2H, H1, MB, S1, YES},  {WASTED, 0, 0, 0, 0},    {D2H, H1, MB, S1, SKIP},
+        {H2D, H1, MB, 0, 0},     {D2H, H1, MB, S1, RES},  {GOOD, 0, 0, 0, 0},
+        {D2H, H1, MB, S1, RES},  {WASTED, 0, 0, 0, 0},    {D2H, H1, MB, S1, SKIP},
         {D2H, H1, MB, S1, SKIP}, {D2H, H1, MB, S1, SKIP}, {D2H, H1, MB, S1, SKIP},
-        {H2D, H1, MB, 0, 0},     {D2H, H1, MB, S1, YES},  {END, 0, 0, 0, 0}};
+        {H2D, H1, MB, 0, 0},     {D2H, H1, MB, S1, RES},  {END, 0, 0, 0, 0}};
     run("alternate", alternate);
     /* PREDICT_HISTORY useful outcomes after a wasted one keep the backoff;
      * one more resets it: the next wasted one skips 1 again. */
     static const struct step recovers[] = {
-        {D2H, H1, MB, S1, NO},   {H2D, H1, MB, 0, 0},     {D2H, H1, MB, S1, YES},
+        {D2H, H1, MB, S1, NO},   {H2D, H1, MB, 0, 0},     {D2H, H1, MB, S1, RES},
         {WASTED, 0, 0, 0, 0},    {D2H, H1, MB, S1, SKIP}, {H2D, H1, MB, 0, 0},
-        {D2H, H1, MB, S1, YES},  {GOOD, 0, 0, 0, 0},      {D2H, H1, MB, S1, YES},
-        {GOOD, 0, 0, 0, 0},      {D2H, H1, MB, S1, YES},  {GOOD, 0, 0, 0, 0},
-        {D2H, H1, MB, S1, YES},  {GOOD, 0, 0, 0, 0},      {D2H, H1, MB, S1, YES},
+        {D2H, H1, MB, S1, RES},  {GOOD, 0, 0, 0, 0},      {D2H, H1, MB, S1, RES},
+        {GOOD, 0, 0, 0, 0},      {D2H, H1, MB, S1, RES},  {GOOD, 0, 0, 0, 0},
+        {D2H, H1, MB, S1, RES},  {GOOD, 0, 0, 0, 0},      {D2H, H1, MB, S1, RES},
         {GOOD, 0, 0, 0, 0},      {D2H, H1, MB, S1, YES},  {WASTED, 0, 0, 0, 0},
-        {D2H, H1, MB, S1, SKIP}, {H2D, H1, MB, 0, 0},     {D2H, H1, MB, S1, YES},
+        {D2H, H1, MB, S1, SKIP}, {H2D, H1, MB, 0, 0},     {D2H, H1, MB, S1, RES},
         {END, 0, 0, 0, 0}};
     run("recovers", recovers);
     /* Served, then read back whole (a checksum after the upload): eager for
      * 4 D2Hs (the reads then cost no fill), then a lazy try; served and
      * left alone: lazy from then on. */
     static const struct step after[] = {
-        {D2H, H1, MB, S1, NO},     {H2D, H1, MB, 0, 0},      {D2H, H1, MB, S1, YES},
+        {D2H, H1, MB, S1, NO},     {H2D, H1, MB, 0, 0},      {D2H, H1, MB, S1, RES},
         {GOOD, 0, 0, 0, 0},        {READERS, 0, 0, 0, 0},    {D2H, H1, MB, S1, EAGER},
         {GOOD, 0, 0, 0, 0},        {D2H, H1, MB, S1, EAGER}, {GOOD, 0, 0, 0, 0},
         {D2H, H1, MB, S1, EAGER},  {GOOD, 0, 0, 0, 0},       {D2H, H1, MB, S1, EAGER},
@@ -295,13 +310,27 @@ static void history_tables(void)
         {D2H, H1, MB, S1, YES},    {GOOD, 0, 0, 0, 0},       {D2H, H1, MB, S1, YES},
         {END, 0, 0, 0, 0}};
     run("read after", after);
+    /* A reused buffer: eager first; a lazy try after an eager one served
+     * with no waste among the last outcomes; lazy while lazy serves; a
+     * wasted lazy one makes it eager again, and the lazy try waits for
+     * PREDICT_HISTORY + 1 useful ones in a row. */
+    static const struct step reused[] = {
+        {D2H, H1, MB, S1, NO},     {H2D, H1, MB, 0, 0},      {D2H, H1, MB, S1, RES},
+        {GOOD, 0, 0, 0, 0},        {D2H, H1, MB, S1, YES},   {GOOD, 0, 0, 0, 0},
+        {D2H, H1, MB, S1, YES},    {GOOD, 0, 0, 0, 0},       {D2H, H1, MB, S1, YES},
+        {WASTED, 0, 0, 0, 0},      {D2H, H1, MB, S1, SKIP},  {H2D, H1, MB, 0, 0},
+        {D2H, H1, MB, S1, RES},    {GOOD, 0, 0, 0, 0},       {D2H, H1, MB, S1, RES},
+        {GOOD, 0, 0, 0, 0},        {D2H, H1, MB, S1, RES},   {GOOD, 0, 0, 0, 0},
+        {D2H, H1, MB, S1, RES},    {GOOD, 0, 0, 0, 0},       {D2H, H1, MB, S1, RES},
+        {GOOD, 0, 0, 0, 0},        {D2H, H1, MB, S1, YES},   {END, 0, 0, 0, 0}};
+    run("reused", reused);
 }
 
 int main(void)
 {
     /* A staging loop: predicted from round 2 on. */
     static const struct step loop[] = {
-        {D2H, H1, MB, S1, NO},  {H2D, H1, MB, 0, 0},  {D2H, H1, MB, S1, YES}, {GOOD, 0, 0, 0, 0},
+        {D2H, H1, MB, S1, NO},  {H2D, H1, MB, 0, 0},  {D2H, H1, MB, S1, RES}, {GOOD, 0, 0, 0, 0},
         {D2H, H1, MB, S1, YES}, {GOOD, 0, 0, 0, 0},   {D2H, H1, MB, S1, YES}, {END, 0, 0, 0, 0}};
     run("loop", loop);
     /* Results copied down and used: never predicted. */
@@ -310,7 +339,7 @@ int main(void)
     run("use", use);
     /* An H2D of part of the range counts; one running past it does not. */
     static const struct step part[] = {
-        {D2H, H1, MB, S1, NO},      {H2D, H1 + 4096, MB / 2, 0, 0}, {D2H, H1, MB, S1, YES},
+        {D2H, H1, MB, S1, NO},      {H2D, H1 + 4096, MB / 2, 0, 0}, {D2H, H1, MB, S1, RES},
         {D2H, H2, MB, S2, NO},      {H2D, H2, MB + 1, 0, 0},        {D2H, H2, MB, S2, NO},
         {END, 0, 0, 0, 0}};
     run("part", part);
@@ -322,16 +351,16 @@ int main(void)
     run("fresh", fresh);
     /* Wasted: skip 1, re-armed by a seen bounce, wasted: skip 2, ... */
     static const struct step backoff[] = {
-        {D2H, H1, MB, S1, NO},   {H2D, H1, MB, 0, 0},    {D2H, H1, MB, S1, YES},
+        {D2H, H1, MB, S1, NO},   {H2D, H1, MB, 0, 0},    {D2H, H1, MB, S1, RES},
         {WASTED, 0, 0, 0, 0},    {D2H, H1, MB, S1, SKIP}, {H2D, H1, MB, 0, 0},
-        {D2H, H1, MB, S1, YES},  {WASTED, 0, 0, 0, 0},   {D2H, H1, MB, S1, SKIP},
+        {D2H, H1, MB, S1, RES},  {WASTED, 0, 0, 0, 0},   {D2H, H1, MB, S1, SKIP},
         {H2D, H1, MB, 0, 0},     {D2H, H1, MB, S1, SKIP}, {H2D, H1, MB, 0, 0},
-        {D2H, H1, MB, S1, YES},  {GOOD, 0, 0, 0, 0},     {D2H, H1, MB, S1, YES},
+        {D2H, H1, MB, S1, RES},  {GOOD, 0, 0, 0, 0},     {D2H, H1, MB, S1, RES},
         {END, 0, 0, 0, 0}};
     run("backoff", backoff);
     /* Wasted and no H2D since: the skips end, but nothing re-arms it. */
     static const struct step stops[] = {
-        {D2H, H1, MB, S1, NO},   {H2D, H1, MB, 0, 0},     {D2H, H1, MB, S1, YES},
+        {D2H, H1, MB, S1, NO},   {H2D, H1, MB, 0, 0},     {D2H, H1, MB, S1, RES},
         {WASTED, 0, 0, 0, 0},    {D2H, H1, MB, S1, SKIP}, {D2H, H1, MB, S1, NO},
         {D2H, H1, MB, S1, NO},   {END, 0, 0, 0, 0}};
     run("stops", stops);
@@ -344,7 +373,7 @@ int main(void)
      * eager for 8), a lazy try that serves: lazy from then on. An eager
      * snapshot the CPU wrote is wasted: the key backs off. */
     static const struct step readers[] = {
-        {D2H, H1, MB, S1, NO},     {H2D, H1, MB, 0, 0},      {D2H, H1, MB, S1, YES},
+        {D2H, H1, MB, S1, NO},     {H2D, H1, MB, 0, 0},      {D2H, H1, MB, S1, RES},
         {WASTED, 0, 0, 0, 0},      {READERS, 0, 0, 0, 0},    {D2H, H1, MB, S1, EAGER},
         {GOOD, 0, 0, 0, 0},        {D2H, H1, MB, S1, EAGER}, {GOOD, 0, 0, 0, 0},
         {D2H, H1, MB, S1, EAGER},  {D2H, H1, MB, S1, EAGER}, {D2H, H1, MB, S1, YES},
@@ -353,7 +382,7 @@ int main(void)
         {D2H, H1, MB, S1, EAGER},  {D2H, H1, MB, S1, EAGER}, {D2H, H1, MB, S1, EAGER},
         {D2H, H1, MB, S1, EAGER},  {D2H, H1, MB, S1, YES},   {GOOD, 0, 0, 0, 0},
         {D2H, H1, MB, S1, YES},    {GOOD, 0, 0, 0, 0},       {D2H, H2, MB, S2, NO},
-        {H2D, H2, MB, 0, 0},       {D2H, H2, MB, S2, YES},   {WASTED, 0, 0, 0, 0},
+        {H2D, H2, MB, 0, 0},       {D2H, H2, MB, S2, RES},   {WASTED, 0, 0, 0, 0},
         {READERS, 0, 0, 0, 0},     {D2H, H2, MB, S2, EAGER}, {WASTED, 0, 0, 0, 0},
         {D2H, H2, MB, S2, SKIP},   {END, 0, 0, 0, 0}};
     run("readers", readers);
