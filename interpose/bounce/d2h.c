@@ -58,13 +58,15 @@ enum how { HOW_NONE, HOW_LAZY, HOW_EAGER };
 
 static bool none_resident(uintptr_t lo, uintptr_t hi);
 
-/* Whether the whole pages of [host, host + bytes) look new (none_resident);
- * false when there are none. */
-static bool whole_pages_new(uintptr_t host, size_t bytes)
+/* Whether the whole pages of [host, host + bytes) are a reused buffer's:
+ * private anonymous memory (what a lazy snapshot would take; a shared
+ * mapping's pages would each take a fault once unprotected) with some of
+ * its pages resident (none_resident). */
+static bool reused_private(uintptr_t host, size_t bytes)
 {
     uintptr_t lo = (host + bounce_page - 1) & ~(uintptr_t)(bounce_page - 1);
     uintptr_t hi = (host + bytes) & ~(uintptr_t)(bounce_page - 1);
-    return hi > lo && none_resident(lo, hi);
+    return hi > lo && !none_resident(lo, hi) && uffd_private_anon(lo, hi - lo);
 }
 
 /* Fills of the snapshots over [h, h + n) that are still running finish
@@ -150,7 +152,7 @@ static enum how decide(const void *host, size_t bytes, CUdeviceptr dev,
         return HOW_NONE;
     /* A reused buffer that lazy has not paid for yet (predict.h): its
      * pages stay, since a wrong lazy guess would pay for new ones. */
-    if (v == PREDICT_EAGER_IF_RESIDENT && !whole_pages_new((uintptr_t)host, bytes))
+    if (v == PREDICT_EAGER_IF_RESIDENT && reused_private((uintptr_t)host, bytes))
         return HOW_EAGER;
     return HOW_LAZY;
 }

@@ -105,6 +105,7 @@ static struct predict_entry *find_or_add(struct predict_table *t, const struct p
         e->eager_run = e->eager_left = 0;
         e->history = 0;
         e->lazy_ok = e->lazy_next = false;
+        e->useful_run = 0;
         if (e->key.kind == PK_HOST)
             filter_add(t, e->key.addr, -1);
         e->key = *k;
@@ -210,6 +211,7 @@ void predict_forget(struct predict_table *t, uintptr_t host)
             e->eager_run = e->eager_left = 0;
             e->history = 0;
             e->lazy_ok = e->lazy_next = false;
+            e->useful_run = 0;
             e->key.kind = 0;
             filter_add(t, host, -1);
         }
@@ -279,10 +281,11 @@ unsigned predict_outcome(struct predict_table *t, const struct predict_pair *p, 
             continue;
         bool recent_waste = (e->history & ((1u << PREDICT_HISTORY) - 1)) != 0;
         e->history = (uint8_t)(e->history << 1 | (useful ? 0u : 1u));
+        e->useful_run = useful ? (uint8_t)(e->useful_run + (e->useful_run < 255)) : 0;
         if (lazy)
             e->lazy_ok = useful, e->lazy_next = false;
         else
-            e->lazy_next = useful && !recent_waste && !e->lazy_ok;
+            e->lazy_next = !e->lazy_ok && e->useful_run >= PREDICT_HISTORY + 1;
         if (useful && e->eager) {
             set_state(t, e, true, e->backoff, 0); /* eager and useful: stays eager */
             continue;

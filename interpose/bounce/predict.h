@@ -29,9 +29,9 @@
  * guess pays for new pages and their fill; an eager one keeps them, and a
  * wrong guess pays two passes over the page table. So a host key whose
  * buffer keeps its pages between rounds (a reused buffer) is eager until
- * lazy has paid for it: a lazy try comes after an eager snapshot that
- * served with none of the key's last PREDICT_HISTORY outcomes wasted, and
- * the key stays lazy while its lazy snapshots serve (lazy_ok). A fresh
+ * lazy has paid for it: a lazy try comes after PREDICT_HISTORY + 1 useful
+ * snapshots in a row, and the key stays lazy while its lazy snapshots
+ * serve (lazy_ok). A fresh
  * buffer (no host key, or none of its pages there) is lazy at once: its
  * pages cost the same either way.
  *
@@ -75,6 +75,7 @@ struct predict_entry {
     uint16_t eager_run;      /* eager D2Hs before the next lazy try (doubles) */
     uint16_t eager_left;     /* of those, still to come */
     uint8_t history;         /* the last outcomes, newest in bit 0: 1 wasted, 0 useful */
+    uint8_t useful_run;      /* useful outcomes in a row (saturating) */
     bool lazy_ok;            /* host key: its last lazy snapshot served */
     bool lazy_next;          /* host key: the next snapshot is a lazy try */
     uint64_t stamp;          /* last use, for LRU */
@@ -163,8 +164,8 @@ bool predict_h2d_inside(const struct predict_table *t, uintptr_t host, size_t by
  * it and backs off. A useful one keeps the backoff (the next wasted one
  * doubles it) while a wasted one is among the key's last PREDICT_HISTORY
  * outcomes. A useful lazy one sets lazy_ok, a wasted lazy one clears it;
- * a useful eager one with no wasted one among the last PREDICT_HISTORY
- * makes the next snapshot a lazy try. */
+ * a useful eager one that makes PREDICT_HISTORY + 1 useful in a row makes
+ * the next snapshot a lazy try. */
 unsigned predict_outcome(struct predict_table *t, const struct predict_pair *p, bool useful,
                          bool lazy);
 
