@@ -285,7 +285,8 @@ unsigned predict_outcome(struct predict_table *t, const struct predict_pair *p, 
         if (lazy)
             e->lazy_ok = useful, e->lazy_next = false;
         else
-            e->lazy_next = !e->lazy_ok && e->useful_run >= PREDICT_HISTORY + 1;
+            e->lazy_next = !e->lazy_ok &&
+                           e->useful_run >= (e->history ? PREDICT_HISTORY + 1 : PREDICT_LAZY_TRY);
         if (useful && e->eager) {
             set_state(t, e, true, e->backoff, 0); /* eager and useful: stays eager */
             continue;

@@ -29,9 +29,10 @@
  * guess pays for new pages and their fill; an eager one keeps them, and a
  * wrong guess pays two passes over the page table. So a host key whose
  * buffer keeps its pages between rounds (a reused buffer) is eager until
- * lazy has paid for it: a lazy try comes after PREDICT_HISTORY + 1 useful
- * snapshots in a row, and the key stays lazy while its lazy snapshots
- * serve (lazy_ok). A fresh
+ * lazy has paid for it: a lazy try comes after PREDICT_LAZY_TRY useful
+ * snapshots in a row (PREDICT_HISTORY + 1 when one of its last 8 outcomes
+ * was wasted), and the key stays lazy while its lazy snapshots serve
+ * (lazy_ok). A fresh
  * buffer (no host key, or none of its pages there) is lazy at once: its
  * pages cost the same either way.
  *
@@ -50,6 +51,8 @@
 /* Outcomes a key remembers: a wasted one among its last PREDICT_HISTORY
  * keeps the backoff through a useful one. */
 #define PREDICT_HISTORY 4
+/* Useful snapshots in a row before a reused buffer's first lazy try. */
+#define PREDICT_LAZY_TRY 2
 /* Buckets of the host-start filter (a power of two). */
 #define PREDICT_FILTER 512
 
@@ -164,8 +167,9 @@ bool predict_h2d_inside(const struct predict_table *t, uintptr_t host, size_t by
  * it and backs off. A useful one keeps the backoff (the next wasted one
  * doubles it) while a wasted one is among the key's last PREDICT_HISTORY
  * outcomes. A useful lazy one sets lazy_ok, a wasted lazy one clears it;
- * a useful eager one that makes PREDICT_HISTORY + 1 useful in a row makes
- * the next snapshot a lazy try. */
+ * a useful eager one that makes PREDICT_LAZY_TRY useful in a row
+ * (PREDICT_HISTORY + 1 after a recent waste) makes the next snapshot a
+ * lazy try. */
 unsigned predict_outcome(struct predict_table *t, const struct predict_pair *p, bool useful,
                          bool lazy);
 

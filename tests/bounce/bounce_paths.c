@@ -98,14 +98,15 @@ static void flavours(void)
 
 /* 1b. The policy: a staging loop whose program reads the buffer between
  * the copies for ten rounds, then stops reading. Round 0 has no evidence
- * (the normal way; its H2D is the evidence). Rounds 1-5 are eager (a
+ * (the normal way; its H2D is the evidence). Rounds 1-2 are eager (a
  * reused buffer: its pages stay, and an eager snapshot does not see
- * reads) and serve: round 6 is a lazy try. Its lazy snapshot is read by
+ * reads) and serve: round 3 is a lazy try. Its lazy snapshot is read by
  * the CPU first (wasted as a lazy one), yet its H2D still takes the bytes
  * from it: the CPU reads without writing, so the buffer turns eager (its
  * D2Hs run as without the shim and keep a device copy; its H2Ds are
- * served from that copy) for 4 rounds (7-10), then tries lazy once (11:
- * untouched, useful) and is lazy from then on. Bytes right in every round; the untouched rounds' host
+ * served from that copy) for 4 rounds (4-7), then tries lazy once (8:
+ * read again, so eager for 8: 9-16), then lazy (17: untouched, useful)
+ * and lazy from then on. Bytes right in every round; the untouched rounds' host
  * bytes are checked once, after the last round (a read after each H2D
  * would be a reader too: loop(), bounce_paths_parts.c). */
 static void policy(void)
@@ -132,7 +133,7 @@ static void policy(void)
          * 7-10), each skip round's H2D re-arming it. */
         bool forced_lazy = bt_forced_lazy();
         bool lazy = forced_lazy ? (i == 1 || i == 3 || i == 6 || i >= 11)
-                                : (i == 6 || i >= 11);
+                                : (i == 3 || i == 8 || i >= 17);
         bool snap = forced_lazy ? lazy : i > 0;
         if (bt_shim && !getenv("BT_NO_BOUNCE")) {
             /* The partial head and tail pages go through the host either way. */

@@ -310,14 +310,14 @@ static void history_tables(void)
         {D2H, H1, MB, S1, YES},    {GOOD, 0, 0, 0, 0},       {D2H, H1, MB, S1, YES},
         {END, 0, 0, 0, 0}};
     run("read after", after);
-    /* A reused buffer: eager first; a lazy try after PREDICT_HISTORY + 1
+    /* A reused buffer: eager first; a lazy try after PREDICT_LAZY_TRY
      * useful snapshots in a row; lazy while lazy serves; a wasted lazy one
-     * makes it eager again until the next such run. */
+     * makes it eager again until PREDICT_HISTORY + 1 useful in a row. */
     static const struct step reused[] = {
         {D2H, H1, MB, S1, NO},   {H2D, H1, MB, 0, 0},     {D2H, H1, MB, S1, RES},
         {GOOD, 0, 0, 0, 0},      {D2H, H1, MB, S1, RES},  {GOOD, 0, 0, 0, 0},
-        {D2H, H1, MB, S1, RES},  {GOOD, 0, 0, 0, 0},      {D2H, H1, MB, S1, RES},
-        {GOOD, 0, 0, 0, 0},      {D2H, H1, MB, S1, RES},  {GOOD, 0, 0, 0, 0},
+        {D2H, H1, MB, S1, YES},  {GOOD, 0, 0, 0, 0},      {D2H, H1, MB, S1, YES},
+        {GOOD, 0, 0, 0, 0},      {D2H, H1, MB, S1, YES},  {GOOD, 0, 0, 0, 0},
         {D2H, H1, MB, S1, YES},  {GOOD, 0, 0, 0, 0},      {D2H, H1, MB, S1, YES},
         {WASTED, 0, 0, 0, 0},    {D2H, H1, MB, S1, SKIP}, {H2D, H1, MB, 0, 0},
         {D2H, H1, MB, S1, RES},  {GOOD, 0, 0, 0, 0},      {D2H, H1, MB, S1, RES},
@@ -332,7 +332,7 @@ int main(void)
     /* A staging loop: predicted from round 2 on. */
     static const struct step loop[] = {
         {D2H, H1, MB, S1, NO},  {H2D, H1, MB, 0, 0},  {D2H, H1, MB, S1, RES}, {GOOD, 0, 0, 0, 0},
-        {D2H, H1, MB, S1, RES}, {GOOD, 0, 0, 0, 0},   {D2H, H1, MB, S1, RES}, {END, 0, 0, 0, 0}};
+        {D2H, H1, MB, S1, RES}, {GOOD, 0, 0, 0, 0},   {D2H, H1, MB, S1, YES}, {END, 0, 0, 0, 0}};
     run("loop", loop);
     /* Results copied down and used: never predicted. */
     static const struct step use[] = {{D2H, H1, MB, S1, NO}, {D2H, H1, MB, S1, NO},
