@@ -46,8 +46,9 @@ void bounce_judge(struct snap *s, bool useful)
         return;
     s->judged = true;
     s->useful = useful;
-    bounce_tell(s, s->lazy ? (useful ? NEWS_USEFUL_LAZY : NEWS_WASTED_LAZY)
-                           : (useful ? NEWS_USEFUL : NEWS_WASTED));
+    bounce_tell(s, s->lazy  ? (useful ? NEWS_USEFUL_LAZY : NEWS_WASTED_LAZY)
+                   : s->dma ? (useful ? NEWS_USEFUL : NEWS_WASTED_PINNED)
+                            : (useful ? NEWS_USEFUL : NEWS_WASTED));
 }
 
 void bounce_tell_readers(struct snap *s)

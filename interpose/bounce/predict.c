@@ -306,3 +306,20 @@ unsigned predict_outcome(struct predict_table *t, const struct predict_pair *p, 
     }
     return backoff;
 }
+
+unsigned predict_backoff_at_least(struct predict_table *t, const struct predict_pair *p,
+                                  unsigned n)
+{
+    const struct predict_key *k[2] = {&p->host, &p->dev};
+    unsigned most = 0;
+    n = n > PREDICT_BACKOFF_MAX ? PREDICT_BACKOFF_MAX : n;
+    for (int i = 0; i < 2; i++) {
+        struct predict_entry *e = find(t, k[i]);
+        if (e == NULL)
+            continue;
+        if (e->backoff < n)
+            set_state(t, e, false, (uint16_t)n, (uint16_t)(e->skip > n ? e->skip : n));
+        most = e->backoff > most ? e->backoff : most;
+    }
+    return most;
+}

@@ -51,6 +51,11 @@
 /* Outcomes a key remembers: a wasted one among its last PREDICT_HISTORY
  * keeps the backoff through a useful one. */
 #define PREDICT_HISTORY 4
+/* The least backoff after a wasted snapshot of pinned memory: making its
+ * pages writable again is a pass over its page table that costs 2-3 times
+ * what a served snapshot saves (64 MiB on one H200: +2.9 ms against
+ * -1.1 ms), so the key waits longer before it tries again. */
+#define PREDICT_COSTLY_BACKOFF 4
 /* Useful snapshots in a row before a reused buffer's first lazy try. */
 #define PREDICT_LAZY_TRY 2
 /* Buckets of the host-start filter (a power of two). */
@@ -172,6 +177,11 @@ bool predict_h2d_inside(const struct predict_table *t, uintptr_t host, size_t by
  * lazy try. */
 unsigned predict_outcome(struct predict_table *t, const struct predict_pair *p, bool useful,
                          bool lazy);
+
+/* After predict_outcome's wasted outcome: the keys back off at least n
+ * D2Hs (a costly waste); a larger backoff stays. Returns the largest. */
+unsigned predict_backoff_at_least(struct predict_table *t, const struct predict_pair *p,
+                                  unsigned n);
 
 /* Readers besides: a lazy snapshot the CPU materialised (read) before
  * its H2D, which still took most of its bytes from it (the CPU did not

@@ -157,7 +157,8 @@ static void apply(const struct predict_pair *keys, enum evidence_news news)
         return;
     }
     if (news == NEWS_COSTLY) {
-        unsigned skip = predict_outcome(&table, keys, false, false);
+        predict_outcome(&table, keys, false, false);
+        unsigned skip = predict_backoff_at_least(&table, keys, PREDICT_COSTLY_BACKOFF);
         LOG_DEBUG("bounce: the CPU rewrote the pinned buffer at %#lx after its H2D: its keys "
                   "skip %u D2H(s)", (unsigned long)keys->host.addr, skip);
         return;
@@ -165,6 +166,8 @@ static void apply(const struct predict_pair *keys, enum evidence_news news)
     bool useful = news == NEWS_USEFUL || news == NEWS_USEFUL_LAZY;
     bool lazy = news == NEWS_USEFUL_LAZY || news == NEWS_WASTED_LAZY;
     unsigned backoff = predict_outcome(&table, keys, useful, lazy);
+    if (news == NEWS_WASTED_PINNED)
+        backoff = predict_backoff_at_least(&table, keys, PREDICT_COSTLY_BACKOFF);
     atomic_fetch_add_explicit(useful ? &bst_useful : &bst_wasted, 1, memory_order_relaxed);
     if (!useful)
         LOG_DEBUG("bounce: snapshot of %zu bytes at %#lx wasted; its keys skip %u D2H(s)",

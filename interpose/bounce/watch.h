@@ -29,12 +29,15 @@ enum evidence_news {
     NEWS_WASTED,  /* an eager one's outcome: did not */
     NEWS_USEFUL_LAZY, /* the same of a lazy snapshot */
     NEWS_WASTED_LAZY,
+    NEWS_WASTED_PINNED, /* an eager snapshot of pinned memory wasted: making its
+                         * pages writable again cost 2-3 served ones' saving, so
+                         * the keys skip at least PREDICT_COSTLY_BACKOFF D2Hs */
     NEWS_READERS, /* the CPU read it besides (predict_readers) */
     NEWS_FORGET,  /* its host memory was unmapped: a later buffer there is new */
     NEWS_COSTLY,  /* served, but the CPU's rewrite after it cost more than the
                    * H2D it saved (a pinned buffer's protection lifted page by
-                   * page in the kernel): the keys back off as after a waste;
-                   * counted as neither */
+                   * page in the kernel): the keys back off as after a waste,
+                   * at least PREDICT_COSTLY_BACKOFF; counted as neither */
 };
 /* News of a snapshot's, from a program thread. */
 void evidence_news(const struct predict_pair *keys, enum evidence_news news);

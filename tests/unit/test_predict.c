@@ -188,6 +188,28 @@ static void backoff_capped(void)
     }
 }
 
+/* A costly waste (pinned memory) skips at least PREDICT_COSTLY_BACKOFF
+ * D2Hs, then doubles from there; a larger backoff stays. */
+static void costly_floor(void)
+{
+    struct predict_table t;
+    predict_init(&t);
+    struct predict_pair p = predict_pair_of(H1, MB, S1);
+    unsigned got[3];
+    for (int i = 0; i < 3; i++) {
+        predict_outcome(&t, &p, false, false);
+        got[i] = predict_backoff_at_least(&t, &p, PREDICT_COSTLY_BACKOFF);
+    }
+    unsigned skipped = 0;
+    while (predict_query(&t, &p) == PREDICT_SKIPPED)
+        skipped++;
+    if (got[0] != PREDICT_COSTLY_BACKOFF || got[1] != 2 * PREDICT_COSTLY_BACKOFF ||
+        got[2] != 4 * PREDICT_COSTLY_BACKOFF || skipped != got[2]) {
+        printf("FAIL costly: backoffs %u %u %u, %u skipped\n", got[0], got[1], got[2], skipped);
+        failures++;
+    }
+}
+
 /* A staging loop whose rounds the program spoils by a pattern: every
  * `period`-th predicted snapshot wasted, the others useful; every D2H not
  * predicted is followed by its H2D (a seen bounce). Over `rounds` D2Hs,
@@ -390,6 +412,7 @@ int main(void)
 
     history_tables();
     backoff_capped();
+    costly_floor();
     spoilt_bounded();
     lru_consistent();
     filter_property();

@@ -141,6 +141,8 @@ echo "== machine"
     echo "tools: $(cmake --version 2>/dev/null | head -n 1); $(nvcc --version 2>/dev/null | tail -n 1); $(gcc --version 2>/dev/null | head -n 1)"
     echo "python: $(python3 -c 'import sys; print(sys.version.split()[0])' 2>&1); torch: $(python3 -c 'import torch; print(torch.__version__, torch.cuda.device_count(), "GPU(s)")' 2>&1 | tail -n 1)"
     echo "source: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git status --porcelain -uno 2>/dev/null | grep -q . && echo ' (modified)')"
+    # The tree's content: a copied tree's HEAD may name an older commit.
+    echo "tree digest: $(tools/dev/tree_digest.sh) (tools/dev/tree_digest.sh at a commit gives its own)"
     echo "command: tools/dev/gpu_oneshot.sh $ARGS"
     nvidia-smi topo -m 2>&1
 } >"$LOGS/machine.txt" 2>&1
