@@ -86,7 +86,9 @@ void bounce_host_keep(const void *host, size_t bytes);
 /* Host memory given back (free, cuMemFreeHost, cuMemHostUnregister): the
  * snapshots overlapping it end, without filling pages that the range
  * covers whole. size 0: the range is unknown (free): ends the snapshot
- * whose range starts at host, if any. */
+ * whose range starts at host, if any. A size given (memory the driver
+ * frees or unpins): no registration of the range is left behind either
+ * (dormant.h, dormant_release). */
 void bounce_host_release(const void *host, size_t bytes);
 
 /* Holders of a page the shim cannot see (holders.c; docs/SECURITY.md):

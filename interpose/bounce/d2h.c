@@ -372,7 +372,13 @@ static bool eager_d2h(const struct copy_call *call, bool sync, uintptr_t h, CUde
             return false;
         }
     }
-    bool before = dma && !sync && !handed, after = !handed && !before;
+    /* A sync pinned D2H is issued async and protected while its DMA runs
+     * (the DMA ignores the protection), then waited for: the protection's
+     * pass over the page table costs the program nothing beside the copy.
+     * A CPU write landing in between races with the program's own copy,
+     * as it did when the protection came after. */
+    bool overlap = dma && sync && !handed;
+    bool before = dma && !sync && !handed, after = !handed && !before && !overlap;
     if (before && !uffd_protect(rlo, rlen, true)) {
         if (aside)
             driver_api()->event_synchronize(aside);
@@ -382,17 +388,18 @@ static bool eager_d2h(const struct copy_call *call, bool sync, uintptr_t h, CUde
         return false;
     }
     double t2 = bounce_now_us();
-    *rc = bgpu_dtoh(call, sync, (void *)h, aside ? dev : s->buf.ptr, n);
+    *rc = bgpu_dtoh(call, sync && !overlap, (void *)h, aside ? dev : s->buf.ptr, n);
+    bool overlap_ok = *rc != CUDA_SUCCESS || !overlap || uffd_protect(rlo, rlen, true);
     if (aside != NULL) {
         bgpu_wait_event(call, aside);
-        if (sync || *rc != CUDA_SUCCESS)
+        if ((sync && !overlap) || *rc != CUDA_SUCCESS)
             driver_api()->event_synchronize(aside);
         bgpu_event_release(aside);
     }
-    if (*rc == CUDA_SUCCESS && !dma)
+    if (*rc == CUDA_SUCCESS && (!dma || overlap))
         *rc = bgpu_fence(call, true, NULL);
     double t3 = bounce_now_us();
-    if (*rc == CUDA_SUCCESS && after && !uffd_protect(rlo, rlen, true))
+    if (*rc == CUDA_SUCCESS && (after ? !uffd_protect(rlo, rlen, true) : !overlap_ok))
         *rc = CUDA_ERROR_UNKNOWN; /* untracked: the copy stands, no snapshot */
     if (*rc != CUDA_SUCCESS) {
         bgpu_fence(call, false, &s->buf);
@@ -404,8 +411,9 @@ static bool eager_d2h(const struct copy_call *call, bool sync, uintptr_t h, CUde
     bgpu_fence(call, false, &s->buf);
     publish(s);
     LOG_DEBUG("bounce: eager D2H of %zu bytes (%s): set-up %.0f us, snapshot issued %.0f us, "
-              "D2H %.0f us, protect %.0f us, publish %.0f us%s", n, dma ? "pinned" : "pageable",
-              t1 - t0, t2 - t1, t3 - t2, t4 - t3, bounce_now_us() - t4, handed ? " (handed over)" : "");
+              "D2H %.0f us%s, protect %.0f us, publish %.0f us%s", n, dma ? "pinned" : "pageable",
+              t1 - t0, t2 - t1, t3 - t2, overlap ? " (protected meanwhile)" : "", t4 - t3,
+              bounce_now_us() - t4, handed ? " (handed over)" : "");
     atomic_fetch_add(&bst_d2h_eager, 1);
     return true;
 }

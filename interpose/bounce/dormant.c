@@ -65,6 +65,25 @@ static void wait_wakes(uintptr_t lo, uintptr_t hi)
         }
 }
 
+void dormant_release(uintptr_t lo, uintptr_t hi)
+{
+    if (hi <= lo)
+        return;
+    bounce_lock();
+    wait_wakes(lo, hi);
+    for (int i = 0; i < nranges; i++) {
+        struct dormant d = ranges[i];
+        if (d.hi == 0 || d.lo >= hi || lo >= d.hi)
+            continue;
+        ranges[i].hi = 0;
+        bounce_unlock();
+        uffd_unregister(d.lo, d.hi - d.lo);
+        bounce_lock();
+        i = -1; /* the table may have changed meanwhile */
+    }
+    bounce_unlock();
+}
+
 bool dormant_keep(uintptr_t lo, uintptr_t hi, bool lazy, const struct predict_pair *keys)
 {
     /* A private anonymous page is made writable when its protection is
@@ -101,10 +120,10 @@ bool dormant_keep(uintptr_t lo, uintptr_t hi, bool lazy, const struct predict_pa
 /* Lifts d's protection, every page writable, its writers woken (lock
  * dropped meanwhile). Failing both (an event to read first), the writers
  * are woken to fault again, then as writes outside every range. */
-static void wake(struct dormant d)
+static void wake(struct dormant d, uintptr_t near)
 {
     bounce_unlock();
-    if (!uffd_unprotect_writable(d.lo, d.hi - d.lo, NULL, NULL) &&
+    if (!uffd_unprotect_writable(d.lo, d.hi - d.lo, near, NULL, NULL) &&
         !uffd_protect(d.lo, d.hi - d.lo, false))
         uffd_wake(d.lo, d.hi - d.lo);
     bounce_lock();
@@ -123,7 +142,7 @@ bool dormant_claim(uintptr_t lo, uintptr_t hi)
         if (d.lo == lo && d.hi == hi)
             exact = true;
         else
-            wake(d);
+            wake(d, d.lo);
     }
     bounce_unlock();
     return exact;
@@ -136,7 +155,7 @@ bool dormant_fault(uintptr_t addr)
         if (d.hi == 0 || addr < d.lo || addr >= d.hi)
             continue;
         ranges[i].waking = true;
-        wake(d);
+        wake(d, addr);
         ranges[i].waking = false;
         ranges[i].hi = 0;
         pthread_cond_broadcast(&bounce_cv);

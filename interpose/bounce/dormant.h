@@ -43,6 +43,16 @@ bool dormant_fault(uintptr_t addr);
  * lifts the protection of its pages. */
 bool dormant_claim(uintptr_t lo, uintptr_t hi);
 
+/* [lo, hi) about to be unmapped by the driver (cuMemFreeHost; without
+ * the lock): the entries overlapping it are unregistered and forgotten
+ * first. The driver unmaps while it holds its own lock, and an unmap of a
+ * registered range waits until the handler thread has read its event;
+ * the handler may itself be waiting for that lock (the rest of a lazy
+ * fill after the faulting page was woken): a deadlock, seen on the
+ * stand-in under load (bounce.cost). Unregistered, the unmap raises no
+ * event. */
+void dormant_release(uintptr_t lo, uintptr_t hi);
+
 /* [lo, hi) unmapped or moved (lock held): the entries overlapping it are
  * forgotten (their registration went with the mapping). */
 void dormant_forget(uintptr_t lo, uintptr_t hi);

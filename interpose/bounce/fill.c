@@ -188,7 +188,7 @@ bool bounce_give_up(struct snap *s, uintptr_t near)
     const size_t len = s->reg_hi - s->reg_lo;
     bool shared = false, unregistered = false;
     bool ok = s->lazy ? uffd_protect(s->reg_lo, len, false)
-                      : uffd_unprotect_writable(s->reg_lo, len, &shared, &unregistered);
+                      : uffd_unprotect_writable(s->reg_lo, len, near, &shared, &unregistered);
     bounce_lock();
     if (!ok || (s->lazy && !fill_all_from(s, bounce_index(s, near))))
         return false;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "counters.h"
+#include "dormant.h"
 #include "events.h"
 #include "gpu.h"
 #include "hot.h"
@@ -92,6 +93,16 @@ void bounce_host_keep(const void *host, size_t bytes)
 
 void bounce_host_release(const void *host, size_t bytes)
 {
+    if (host != NULL && bytes != 0) {
+        /* Memory the driver frees (bytes given: alloc_policy.c): no
+         * registration of it may outlive this call (dormant.h), nor that
+         * of a snapshot's end below, kept dormant. */
+        uintptr_t lo = (uintptr_t)host;
+        if (any_snapshot() && !atomic_load(&bounce_disabled))
+            bounce_end_overlapping(lo, lo + bytes, false, false);
+        dormant_release(lo & ~(uintptr_t)(bounce_page - 1), lo + bytes);
+        return;
+    }
     if (!any_snapshot() || host == NULL || atomic_load(&bounce_disabled))
         return;
     uintptr_t lo = (uintptr_t)host;

@@ -86,8 +86,11 @@ bool uffd_private_anon(uintptr_t start, size_t len);
  * pages the kernel made writable in a pass over them (O(pages), in two
  * or three calls). *unregistered (may be NULL): whether the range was
  * unregistered on the way (a shared mapping's cheaper way: the caller
- * must not count on it being registered any more). */
-bool uffd_unprotect_writable(uintptr_t start, size_t len, bool *shared, bool *unregistered);
+ * must not count on it being registered any more). The range is taken in
+ * pieces from near's on (a writer there, woken first, writes behind the
+ * pass), in O(log(len)) calls. */
+bool uffd_unprotect_writable(uintptr_t start, size_t len, uintptr_t near, bool *shared,
+                             bool *unregistered);
 
 /* In a fork child: the handler thread does not exist there and the
  * descriptor serves the parent. Closes it; uffd_open fails from now on. */
