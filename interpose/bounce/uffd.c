@@ -373,10 +373,10 @@ bool uffd_protect(uintptr_t start, size_t len, bool on)
 #endif
 static bool maps_cover(uintptr_t start, size_t len, bool shared_rw);
 
-/* [start, start + len) is wholly rw-s (maps_cover, asked once by the
- * caller for the whole range). */
 static bool release_shared(uintptr_t start, size_t len)
 {
+    if (!maps_cover(start, len, true))
+        return false;
     struct uffdio_range r = {.start = start, .len = len};
     if (ioctl(the_fd, UFFDIO_UNREGISTER, &r) != 0)
         return false;
@@ -394,7 +394,8 @@ static bool release_shared(uintptr_t start, size_t len)
     return true;
 }
 
-/* The pieces of [start, start + len) in the order a writer at near meets
+/* The pieces of a private range [start, start + len) (a shared one goes
+ * whole: uffd_unprotect_writable) in the order a writer at near meets
  * them: from near's piece to the end, then from the start; the first
  * piece UNPROTECT_FIRST_PIECE bytes, each next twice the last, so a range
  * takes O(log(len)) of them. A writer woken after its own piece goes on
@@ -416,13 +417,6 @@ static struct piece_walk pieces_from(uintptr_t start, size_t len, uintptr_t near
         near = start;
     uintptr_t at = start + ((near - start) & ~(uintptr_t)(UNPROTECT_FIRST_PIECE - 1));
     return (struct piece_walk){start, end, at, at, UNPROTECT_FIRST_PIECE, false};
-}
-
-/* The rest of the walk in one piece a side of near's (a writer caught up
- * with the pass: see below). */
-static void pieces_rest_whole(struct piece_walk *w)
-{
-    w->piece = (size_t)1 << 40;
 }
 
 /* The next piece into [*lo, *lo + *n); false when none is left. */
@@ -462,40 +456,31 @@ bool uffd_unprotect_writable(uintptr_t start, size_t len, uintptr_t near, bool *
                 return false;
         return true;
     }
-    /* Refused (not wholly rw-s, or out of map entries part-way): the
-     * protection lifted, then the pages populated for writing, piece by
-     * piece (a populate under write-protection would fault into the
-     * handler, maybe this thread). */
-    bool release = maps_cover(start, len, true), all = release;
-    while (piece_next(&w, &lo, &n)) {
-        if (release && (release = release_shared(lo, n))) {
-            uffd_wake(lo, n);
-            /* The rest in one piece a side: unregistering a piece wakes
-             * a writer waiting in it before its pages are writable, and
-             * the writer then takes a kernel fault per page it writes
-             * until the mprotect pass reaches them. Pieces of their own
-             * measured 1,000-6,500 such faults per 1 GiB rewrite on a
-             * loaded 2-core machine (bounce.waste counts them); the
-             * writer's own piece first, then the rest, none. */
-            pieces_rest_whole(&w);
-            continue;
-        }
-        all = false;
-        struct uffdio_writeprotect wp = {.range = {.start = lo, .len = n},
-                                         .mode = UFFDIO_WRITEPROTECT_MODE_DONTWAKE};
-        while (ioctl(the_fd, UFFDIO_WRITEPROTECT, &wp) != 0)
-            if (errno != EAGAIN || !again())
-                return false;
-        int saved = errno;
-        (void)madvise((void *)lo, n, MADV_POPULATE_WRITE);
-        errno = saved;
-        uffd_wake(lo, n);
-    }
-    if (all) {
+    /* A shared mapping in one piece: unregistering a piece wakes a writer
+     * already waiting in it before its pages are writable, and the writer
+     * then takes a kernel fault per page it reaches before the mprotect
+     * pass does. Woken piece by piece (its own first, then the rest), a
+     * 1 GiB rewrite took 1,000-6,500 such faults on the project's loaded
+     * 2-core machine (bounce.waste); woken once, after the pass, 17. */
+    if (release_shared(start, len)) {
         uffd_unregister(start, len); /* the bookkeeping: already unregistered */
         if (unregistered)
             *unregistered = true;
+        uffd_wake(start, len);
+        return true;
     }
+    struct uffdio_writeprotect wp = {.range = {.start = start, .len = len},
+                                     .mode = UFFDIO_WRITEPROTECT_MODE_DONTWAKE};
+    for (;;) {
+        if (ioctl(the_fd, UFFDIO_WRITEPROTECT, &wp) == 0)
+            break;
+        if (errno != EAGAIN || !again())
+            return false;
+    }
+    int saved = errno;
+    (void)madvise((void *)start, len, MADV_POPULATE_WRITE);
+    errno = saved;
+    uffd_wake(start, len);
     return true;
 }
 

@@ -86,9 +86,9 @@ bool uffd_private_anon(uintptr_t start, size_t len);
  * pages the kernel made writable in a pass over them (O(pages), in two
  * or three calls). *unregistered (may be NULL): whether the range was
  * unregistered on the way (a shared mapping's cheaper way: the caller
- * must not count on it being registered any more). The range is taken in
- * pieces from near's on (a writer there, woken first, writes behind the
- * pass), in O(log(len)) calls. */
+ * must not count on it being registered any more). Private memory is
+ * taken in pieces from near's on (a writer there, woken first, writes
+ * behind the pass), in O(log(len)) calls; a shared mapping whole. */
 bool uffd_unprotect_writable(uintptr_t start, size_t len, uintptr_t near, bool *shared,
                              bool *unregistered);
 
