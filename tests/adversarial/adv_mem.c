@@ -17,7 +17,10 @@
  *   vm_readv [MEM]  process_vm_readv of it (lazy), into another buffer
  *   vm_writev [MEM] process_vm_writev of new bytes into it (eager)
  *   thp lazy|eager  a transparent huge page buffer (MADV_HUGEPAGE)
- *   hugetlb         a MAP_HUGETLB buffer (skipped with no huge pages) */
+ *   hugetlb         a MAP_HUGETLB buffer (skipped with no huge pages)
+ *   free_during_fill  the driver frees pinned memory with a snapshot
+ *                   while the fault handler, slowed in the driver, is
+ *                   between two runs of a lazy fill */
 #define _GNU_SOURCE
 #include "adv_common.h"
 
@@ -301,9 +304,41 @@ static int case_hugetlb(int argc, char **argv)
     return huge_case(h, adv_mem_of(mem_arg(argc, argv)));
 }
 
+/* The driver unmaps pinned memory that still has a snapshot
+ * (cuMemFreeHost) while the shim's fault handler is between two runs of
+ * a lazy fill of another buffer: the handler has woken the toucher after
+ * the first run and is slowed in the driver before the second
+ * (STANDIN_SLOW_THREAD). The driver unmaps under its own lock, and the
+ * kernel makes an unmap of a range registered with userfaultfd wait
+ * until the handler has read its event: if the pinned range is still
+ * registered then, the handler waits for that lock and the process hangs.
+ * Chunk 1 of the lazy buffer is read first, so that the fault in chunk 0
+ * fills two runs (chunk 0, then chunk 2 past the filled chunk 1). */
+static int case_free_during_fill(int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    const size_t chunk = (size_t)2 << 20;
+    struct adv_buf lazy, pinned;
+    adv_buf_init(&lazy, NULL, 4 * chunk, ADV_LAZY);
+    adv_buf_init(&pinned, NULL, N, ADV_PINNED);
+    adv_bounce(&lazy, 11);
+    adv_bounce(&pinned, 12);
+    adv_h2d(&pinned, "pinned H2D");
+    volatile unsigned char *h = lazy.h;
+    unsigned sum = h[chunk + 5];
+    sum += h[5];
+    adv_say("read: %u", sum);
+    CUresult r = cuMemFreeHost(pinned.h);
+    adv_say("cuMemFreeHost: %d", (int)r);
+    adv_digest("lazy read back", lazy.h, lazy.n);
+    adv_h2d(&lazy, "lazy H2D");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const struct adv_case cases[] = {
+        {"free_during_fill", case_free_during_fill},
         {"proc_mem", case_proc_mem},
         {"proc_mem_write", case_proc_mem_write},
         {"mincore", case_mincore},

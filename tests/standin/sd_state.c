@@ -2,6 +2,7 @@
  * configuration, set-up and tear-down, the per-thread context stack, and
  * context bookkeeping shared by the other files. */
 #include "sd_internal.h"
+#include <time.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,9 +68,41 @@ void sd_counters_clear(void)
             ctr[t].slot[i].n = 0;
 }
 
+/* STANDIN_SLOW_THREAD=NAME:MS: every call from a thread named NAME
+ * sleeps MS ms before it takes the lock, so that a test can hold one of
+ * the shim's threads between two driver calls while another thread goes
+ * on (adversarial.free_during_fill). */
+static char slow_name[16];
+static long slow_ms;
+
+static void slow_thread_env(void)
+{
+    const char *v = getenv("STANDIN_SLOW_THREAD");
+    const char *colon = v ? strchr(v, ':') : NULL;
+    if (colon == NULL || colon == v || (size_t)(colon - v) >= sizeof slow_name)
+        return;
+    memcpy(slow_name, v, (size_t)(colon - v));
+    slow_ms = strtol(colon + 1, NULL, 10);
+}
+
+static void slow_thread(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, slow_thread_env);
+    if (slow_ms <= 0)
+        return;
+    char self[16] = "";
+    if (pthread_getname_np(pthread_self(), self, sizeof self) != 0 ||
+        strcmp(self, slow_name) != 0)
+        return;
+    struct timespec t = {slow_ms / 1000, (slow_ms % 1000) * 1000000L};
+    nanosleep(&t, NULL);
+}
+
 CUresult sd_enter(const char *fn, int need_init)
 {
     sd_observe_enter(fn); /* outside the lock: a profiler calls back into its tool */
+    slow_thread();
     pthread_mutex_lock(&sd_mu);
     sd_count(SD_COUNT_CALLS, fn);
     if (need_init && !sd.initialized)
