@@ -65,21 +65,31 @@ static void wait_wakes(uintptr_t lo, uintptr_t hi)
         }
 }
 
+/* The first entry overlapping [lo, hi) into *out, taken out of the table
+ * (lock held); false when none is left. */
+static bool take_overlapping(uintptr_t lo, uintptr_t hi, struct dormant *out)
+{
+    for (int i = 0; i < nranges; i++) {
+        if (ranges[i].hi == 0 || ranges[i].lo >= hi || lo >= ranges[i].hi)
+            continue;
+        *out = ranges[i];
+        ranges[i].hi = 0;
+        return true;
+    }
+    return false;
+}
+
 void dormant_release(uintptr_t lo, uintptr_t hi)
 {
     if (hi <= lo)
         return;
     bounce_lock();
     wait_wakes(lo, hi);
-    for (int i = 0; i < nranges; i++) {
-        struct dormant d = ranges[i];
-        if (d.hi == 0 || d.lo >= hi || lo >= d.hi)
-            continue;
-        ranges[i].hi = 0;
+    struct dormant d;
+    while (take_overlapping(lo, hi, &d)) {
         bounce_unlock();
         uffd_unregister(d.lo, d.hi - d.lo);
         bounce_lock();
-        i = -1; /* the table may have changed meanwhile */
     }
     bounce_unlock();
 }
@@ -134,11 +144,8 @@ bool dormant_claim(uintptr_t lo, uintptr_t hi)
     bool exact = false;
     bounce_lock();
     wait_wakes(lo, hi);
-    for (int i = 0; i < nranges; i++) {
-        struct dormant d = ranges[i];
-        if (d.hi == 0 || d.lo >= hi || lo >= d.hi)
-            continue;
-        ranges[i].hi = 0;
+    struct dormant d;
+    while (take_overlapping(lo, hi, &d)) {
         if (d.lo == lo && d.hi == hi)
             exact = true;
         else
