@@ -69,6 +69,19 @@ static bool reused_private(uintptr_t host, size_t bytes)
     return hi > lo && !none_resident(lo, hi) && uffd_private_anon(lo, hi - lo);
 }
 
+/* Under the default minimums, whether [host, host + bytes) is a reused
+ * pageable buffer too small for a snapshot (CONFIG_BOUNCE_AUTO_REUSED):
+ * some of its pages resident. A new one's pages cost the same either way. */
+static bool small_reused(const struct p2pshim_config *cfg, bool dma, uintptr_t host,
+                         size_t bytes)
+{
+    if (dma || cfg->bounce_min != 0 || bytes >= CONFIG_BOUNCE_AUTO_REUSED)
+        return false;
+    uintptr_t lo = (host + bounce_page - 1) & ~(uintptr_t)(bounce_page - 1);
+    uintptr_t hi = (host + bytes) & ~(uintptr_t)(bounce_page - 1);
+    return hi <= lo || !none_resident(lo, hi);
+}
+
 /* Fills of the snapshots over [h, h + n) that are still running finish
  * before the predictor is asked: a fill's last copy wakes the program
  * thread that waited on it before the handler thread judges the fill, and
@@ -132,7 +145,7 @@ static enum how decide(const void *host, size_t bytes, CUdeviceptr dev,
     }
     settle_fills((uintptr_t)host, bytes);
     enum predict_verdict v = evidence_d2h((uintptr_t)host, bytes, dev, src->device);
-    if (!predict_snapshot(v))
+    if (!predict_snapshot(v) || small_reused(cfg, *dma, (uintptr_t)host, bytes))
         return HOW_NONE;
     if (!bounce_holders_allow((uintptr_t)host, bytes))
         return HOW_NONE; /* holders.c: something the shim cannot see may hold the pages */
@@ -318,6 +331,7 @@ static struct snap *eager_snap_new(uintptr_t h, CUdeviceptr dev, size_t n, int s
     s->gen = atomic_load_explicit(&bounce_work_gen, memory_order_relaxed);
     uintptr_t rlo = s->reg_lo;
     size_t rlen = s->reg_hi - s->reg_lo;
+    double t0 = bounce_now_us();
     if (!bgpu_buffer_get(sdev, ctx, n, bounce_evict_one, &s->buf) ||
         bgpu_buffer_is_source(&s->buf, dev, n)) {
         if (handed)
@@ -325,7 +339,9 @@ static struct snap *eager_snap_new(uintptr_t h, CUdeviceptr dev, size_t n, int s
         bounce_snap_free(s);
         return NULL;
     }
+    double t1 = bounce_now_us();
     bool was_dormant = !handed && dormant_claim(rlo, rlo + rlen);
+    double t2 = bounce_now_us();
     bounce_lock();
     bounce_link(s);
     bounce_unlock();
@@ -338,6 +354,9 @@ static struct snap *eager_snap_new(uintptr_t h, CUdeviceptr dev, size_t n, int s
             (void)dormant_keep(rlo, rlo + rlen, false, &keys);
         return NULL;
     }
+    LOG_DEBUG("bounce: eager set-up of %zu bytes: device buffer %.0f us, dormant %.0f us%s, "
+              "register %.0f us", n, t1 - t0, t2 - t1, was_dormant ? " (was dormant)" : "",
+              bounce_now_us() - t2);
     return s;
 }
 

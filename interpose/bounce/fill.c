@@ -187,8 +187,10 @@ bool bounce_give_up(struct snap *s, uintptr_t near)
     bounce_unlock();
     const size_t len = s->reg_hi - s->reg_lo;
     bool shared = false, unregistered = false;
+    double t0 = bounce_now_us();
     bool ok = s->lazy ? uffd_protect(s->reg_lo, len, false)
                       : uffd_unprotect_writable(s->reg_lo, len, near, &shared, &unregistered);
+    double t1 = bounce_now_us();
     bounce_lock();
     if (!ok || (s->lazy && !fill_all_from(s, bounce_index(s, near))))
         return false;
@@ -211,8 +213,9 @@ bool bounce_give_up(struct snap *s, uintptr_t near)
         s->gone = true;
         atomic_fetch_add(&bounce_gone_pending, 1);
     }
-    LOG_DEBUG("bounce: snapshot of %zu bytes at %#lx given up after %u CPU touches", s->bytes,
-              (unsigned long)s->host, s->faults);
+    LOG_DEBUG("bounce: snapshot of %zu bytes at %#lx given up after %u CPU touches "
+              "(unprotect %.0f us%s)", s->bytes, (unsigned long)s->host, s->faults, t1 - t0,
+              shared ? ", shared" : "");
     return true;
 }
 

@@ -32,6 +32,12 @@
  * against 0.056, one of 16 MiB 0.40 against 0.62. */
 #define CONFIG_BOUNCE_AUTO_PAGEABLE ((size_t)1 << 20)
 #define CONFIG_BOUNCE_AUTO_PINNED ((size_t)16 << 20)
+/* And a reused pageable buffer (its pages resident at the D2H) from 4 MiB:
+ * a wrong guess on one of 1 MiB cost 0.6-0.75 ms on an H200 host (its
+ * write-protection, the faults that spend the budget, lifting it) against
+ * a round of 0.4 ms, 2.2-2.9x; a new buffer's pages cost the same either
+ * way, and it is taken (lazy) from CONFIG_BOUNCE_AUTO_PAGEABLE. */
+#define CONFIG_BOUNCE_AUTO_REUSED ((size_t)4 << 20)
 
 #define P2PSHIM_CONFIG_TABLE(ROW, X)                                          \
     ROW(X, P2PSHIM_MODE, "upgrade (default), observe or off",                 \

@@ -200,7 +200,7 @@ int main(int argc, char **argv)
     dst1 = pl_alloc(bt_env.ctx[1], big);
     uint64_t paid[ROUNDS], dev[ROUNDS];
     bool bounce = getenv("BT_NO_BOUNCE") == NULL;
-    size_t pageable = (size_t)1 << 20, pinned = big;
+    size_t pageable = (size_t)4 << 20, pinned = big; /* the reused pageable minimum */
 
     small_pinned(); /* first: while no key has evidence yet */
     run_loop(PAGEABLE, "pageable loop", pageable, paid, dev);

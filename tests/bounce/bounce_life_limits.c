@@ -113,29 +113,39 @@ void case_oom(void)
 }
 
 /* The default minimums (P2PSHIM_BOUNCE_MIN=auto, bounce.min_auto only): a
- * pageable pair below 1 MiB and a pinned one below 16 MiB go the normal
- * way, as a snapshot would cost more than it saves; from there they are
- * bounced. */
+ * pageable pair below 1 MiB, a reused pageable one below 4 MiB and a
+ * pinned one below 16 MiB go the normal way, as a snapshot would cost more
+ * than it saves (a wrong guess more than the round); from there they are
+ * bounced. A new buffer (its pages never touched) of 1 MiB bounces: the
+ * source has the evidence, and its pages cost the same either way. */
 void case_minimums(void)
 {
     static const struct {
         size_t n;
-        bool pinned, bounced;
+        bool pinned, fresh, bounced;
         const char *what;
     } c[] = {
-        {(size_t)512 << 10, false, false, "pageable 512 KiB"},
-        {(size_t)1 << 20, false, true, "pageable 1 MiB"},
-        {(size_t)8 << 20, true, false, "pinned 8 MiB"},
-        {(size_t)16 << 20, true, true, "pinned 16 MiB"},
+        {(size_t)512 << 10, false, false, false, "pageable 512 KiB"},
+        {(size_t)1 << 20, false, false, false, "pageable 1 MiB, reused"},
+        {(size_t)1 << 20, false, true, true, "pageable 1 MiB, new"},
+        {(size_t)4 << 20, false, false, true, "pageable 4 MiB, reused"},
+        {(size_t)8 << 20, true, false, false, "pinned 8 MiB"},
+        {(size_t)16 << 20, true, false, true, "pinned 16 MiB"},
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
         size_t n = c[i].n;
-        void *h = NULL;
+        void *h = NULL, *primed = NULL;
         if (c[i].pinned)
             PL_OK(cuMemHostAlloc(&h, n, 0));
         else
             h = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        bt_prime(h, src0, dst1, n);
+        if (c[i].fresh) {
+            /* The evidence from another buffer: h's pages stay untouched. */
+            primed = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            bt_prime(primed, src0, dst1, n);
+        } else {
+            bt_prime(h, src0, dst1, n);
+        }
         struct standin_stats s0;
         standin_get_stats(&s0);
         d2h_only(h, n, 900 + (unsigned)i);
@@ -147,10 +157,10 @@ void case_minimums(void)
         bt_paths_since(&s0, &p);
         if (bt_shim && !getenv("BT_NO_BOUNCE")) {
             /* Bounced: the H2D from the snapshot (and, lazy, a pageable
-             * D2H left on the device: the first snapshot of this reused
-             * buffer is eager unless lazy is forced); not: both through
-             * the host. */
-            bool eager = c[i].pinned || !bt_forced_lazy();
+             * D2H left on the device: the first snapshot of a reused
+             * buffer is eager unless lazy is forced, a new one's lazy);
+             * not: both through the host. */
+            bool eager = c[i].pinned || (!c[i].fresh && !bt_forced_lazy());
             bool ok = c[i].bounced ? p.h2d_bytes == 0 && p.d2h_bytes == (eager ? n : 0)
                                    : p.h2d_bytes == n && p.d2h_bytes == n;
             PL_EXPECT(ok, "%s: D2H %llu and H2D %llu bytes through the host; expected %s",
@@ -162,6 +172,8 @@ void case_minimums(void)
             PL_OK(cuMemFreeHost(h));
         else
             munmap(h, n);
+        if (primed != NULL)
+            munmap(primed, n);
     }
 }
 

@@ -8,7 +8,7 @@
 #                        [--no-build] [--no-tests] [--no-harm] [--no-bounce]
 #                        [--harm-args "..."] [--matrix-args "..."]
 #                        [--tests REGEX] [--ctest-jobs N] [--build-dir DIR]
-#                        [--hookbench-rounds N]
+#                        [--hookbench-rounds N] [--phases "CELL ..."]
 #
 # 1. the machine (GPUs, driver, kernel, CPUs, THP, torch) into machine.txt;
 # 2. configure and build, Release, -j16, only what the GPU tier and the
@@ -28,11 +28,13 @@
 # 5. the harm rows and bounce loops of tools/bench/p2pbench/harm_run.py (default
 #    --harm-args: --quick without PyTorch's never-bounce and training rows);
 # 6. tools/bench/p2pbench/bounce_run.sh (bouncebench and bounce_torch.py);
+# 6b. with --phases "KIND:SIZE:ACTION ...", tools/dev/gpu_phases.sh over
+#    those cells of the matrix (where a mispredicted round's time goes);
 # 7. ONE tarball of every log and result in $OUT (or the log folder when
 #    $OUT is unset), then the short table (oneshot_summary.py) printed last.
 # Time: --budget (default 540 s) counts from the start; the build may take
 # up to 240 s; each later stage gets a share of what is left (weights:
-# tests 4, matrix 4 quick / 10 full, harm 3, bounce 1, of the stages still
+# tests 4, matrix 4 quick / 10 full, harm 3, bounce 1, phases 1, of the stages still
 # to run, 20 s kept for the tarball) and is told to stop in time (ctest
 # --stop-time, --max-seconds), with `timeout` behind it.
 # Results go to results/oneshot-TIME/ (git ignores it: the work tree stays
@@ -46,7 +48,7 @@ START=$(date +%s)
 ARGS="$*"
 BUILD=build-gpu budget=540 matrix=quick do_build=1 do_tests=1 do_harm=1 do_bounce=1
 harm_args="--quick --rows fresh_pinned,pinned_write,malloc_read,fresh_read,first_page,small,bounce,torch.loops"
-matrix_args="" tests_regex="" ctest_jobs=8 hookbench_rounds=0
+matrix_args="" tests_regex="" ctest_jobs=8 hookbench_rounds=0 phases=""
 while [ $# -gt 0 ]; do
     case "$1" in
     --budget) budget=$2; shift 2 ;;
@@ -58,6 +60,7 @@ while [ $# -gt 0 ]; do
     --harm-args) harm_args=$2; shift 2 ;;
     --matrix-args) matrix_args=$2; shift 2 ;;
     --tests) tests_regex=$2; shift 2 ;;
+    --phases) phases=$2; shift 2 ;;
     --ctest-jobs) ctest_jobs=$2; shift 2 ;;
     --build-dir) BUILD=$2; shift 2 ;;
     --hookbench-rounds) hookbench_rounds=$2; shift 2 ;;
@@ -85,7 +88,7 @@ left() { echo $((budget - $(elapsed) - 20)); }
 # to run (the globals w_*), at least 30 while that much is left; 0 when
 # less than 15 s is left (the stage is skipped).
 share() {
-    local total=$((w_tests + w_matrix + w_harm + w_bounce)) l
+    local total=$((w_tests + w_matrix + w_harm + w_bounce + w_phases)) l
     l=$(left)
     [ "$total" -gt 0 ] || total=1
     local s=$((l * $1 / total))
@@ -130,6 +133,8 @@ build_with() {
 }
 
 w_tests=$((do_tests * 4)) w_harm=$((do_harm * 3)) w_bounce=$((do_bounce * 1))
+w_phases=0
+[ -z "$phases" ] || w_phases=1
 case "$matrix" in quick) w_matrix=4 ;; full) w_matrix=10 ;; none) w_matrix=0 ;; esac
 
 echo "== machine"
@@ -256,6 +261,18 @@ if [ "$do_bounce" = 1 ] && [ "$build_ok" = 1 ] && enough bounce "$s"; then
     fi
 fi
 w_bounce=0
+
+if [ -n "$phases" ] && [ "$build_ok" = 1 ]; then
+    t0=$(date +%s)
+    echo "== phases ($phases)"
+    # shellcheck disable=SC2086 # phases is a list of cells
+    if timeout --kill-after=10 "$(( $(left) > 20 ? $(left) : 20 ))" tools/dev/gpu_phases.sh \
+            "$BUILD" "$RESULTS/phases.txt" $phases >"$LOGS/phases.log" 2>&1; then
+        stage phases ok "$t0"
+    else
+        stage phases FAILED "$t0"
+    fi
+fi
 
 # ONE tarball (the run tool brings back files of 16 MiB at most): the logs
 # and results; the shim's per-process logs are left out first if too big.
