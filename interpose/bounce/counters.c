@@ -44,8 +44,10 @@ void bounce_get_stats(struct bounce_stats *o)
 
 void bounce_stats_reset(void)
 {
+    /* Written only where set: a forked child copies each page it writes. */
     for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++)
-        atomic_store(counters[i], 0);
+        if (atomic_load_explicit(counters[i], memory_order_relaxed) != 0)
+            atomic_store(counters[i], 0);
 }
 
 /* The line appears once a D2H was a candidate (or a snapshot was asked

@@ -18,6 +18,12 @@ static struct pair_counters pairs[P2PSHIM_MAX_DEVICES][P2PSHIM_MAX_DEVICES];
 static struct pair_counters local_counts;  /* not cross-GPU */
 static struct pair_counters far_counts;    /* ordinals past the table */
 static _Atomic uint64_t enables_ok, enables_failed;
+/* Bit d of used_dst[s]: pairs[s][d] has counted a copy. A forked child
+ * (stats_reset) zeroes only those pairs: reading the whole table there
+ * (172 KiB, most of it pages never touched) cost every fork() 0.1-0.2 ms
+ * in page faults and the scan. */
+static _Atomic uint32_t used_dst[P2PSHIM_MAX_DEVICES];
+_Static_assert(P2PSHIM_MAX_DEVICES <= 32, "used_dst holds one bit per device");
 
 static struct pair_counters *slot(int src, int dst, enum route_reason reason)
 {
@@ -25,6 +31,9 @@ static struct pair_counters *slot(int src, int dst, enum route_reason reason)
         return &local_counts;
     if (src < 0 || dst < 0 || src >= P2PSHIM_MAX_DEVICES || dst >= P2PSHIM_MAX_DEVICES)
         return &far_counts;
+    uint32_t bit = (uint32_t)1 << dst;
+    if (!(atomic_load_explicit(&used_dst[src], memory_order_relaxed) & bit))
+        atomic_fetch_or_explicit(&used_dst[src], bit, memory_order_relaxed);
     return &pairs[src][dst];
 }
 
@@ -120,9 +129,8 @@ static void report_pair(const char *label, const struct stats_pair *p)
 }
 
 /* Zeroes [p, p+n) only if a byte there is set: a forked child (the one
- * caller of stats_reset) would otherwise copy every page of the pair table
- * it writes, untouched zero pages included (172 KiB). The child has one
- * thread: plain reads are safe. */
+ * caller of stats_reset) would otherwise copy every page it writes. The
+ * child has one thread: plain reads are safe. */
 static void zero_if_set(void *p, size_t n)
 {
     const unsigned char *b = p;
@@ -136,9 +144,14 @@ static void zero_if_set(void *p, size_t n)
 void stats_reset(void)
 {
     struct pair_counters *all[] = {&local_counts, &far_counts};
-    for (int s = 0; s < P2PSHIM_MAX_DEVICES; s++)
-        for (int d = 0; d < P2PSHIM_MAX_DEVICES; d++)
-            zero_if_set(&pairs[s][d], sizeof pairs[s][d]);
+    for (int s = 0; s < P2PSHIM_MAX_DEVICES; s++) {
+        uint32_t used = atomic_load_explicit(&used_dst[s], memory_order_relaxed);
+        if (used != 0)
+            atomic_store_explicit(&used_dst[s], 0, memory_order_relaxed);
+        for (int d = 0; used != 0 && d < P2PSHIM_MAX_DEVICES; d++)
+            if (used & ((uint32_t)1 << d))
+                memset(&pairs[s][d], 0, sizeof pairs[s][d]);
+    }
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         zero_if_set(all[i], sizeof *all[i]);
     atomic_store(&enables_ok, 0);
