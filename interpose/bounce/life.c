@@ -6,6 +6,7 @@
 #include <malloc.h>
 #include <stdlib.h>
 
+#include "behind.h"
 #include "counters.h"
 #include "dormant.h"
 #include "events.h"
@@ -220,6 +221,7 @@ void bounce_fork_child(void)
         bounce_snap_free(s);
     }
     uffd_after_fork_child();
+    bounce_behind_after_fork_child();
     bounce_unlock();
 }
 

@@ -75,9 +75,11 @@
          .kept = "using off: no bounced copy is changed"))                    \
     ROW(X, P2PSHIM_BOUNCE_MIN,                                                \
         "smallest D2H to take a bounce snapshot of: bytes (K/M/G, "           \
-        "at least 64K) or auto (default: 1M pageable, 16M pinned)",           \
+        "at least 64K) or auto (default: 1M pageable, 4M for a reused "       \
+        "pageable buffer, 16M pinned)",                                       \
         (CONFIG_BYTES(bounce_min, CONFIG_BOUNCE_MIN_FLOOR, SIZE_MAX, 1), .def = 0, \
-         .auto_word = "auto", .doc = "`auto`: 1M pageable, 16M pinned",       \
+         .auto_word = "auto",                                                 \
+         .doc = "`auto`: 1M pageable (4M for a buffer reused between rounds), 16M pinned", \
          .expect = "auto or a byte count (K/M/G) of at least 64K"))           \
     ROW(X, P2PSHIM_BOUNCE_BUDGET, "device memory for bounce snapshots, per device: " \
         "bytes (K/M/G) or N% of free memory (default 25%)",                   \
