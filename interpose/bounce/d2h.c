@@ -369,8 +369,8 @@ static struct snap *eager_snap_new(uintptr_t h, CUdeviceptr dev, size_t n, int s
  * more than one staging piece the shim's own, s's pages protected beside
  * it (stage.h; *staged then), else the driver's (a range taken over made
  * writable first, protected after by the caller). */
-static CUresult pageable_dtoh(const struct copy_call *call, struct snap *s, CUcontext ctx,
-                              bool handed, bool *staged)
+static CUresult pageable_dtoh(const struct copy_call *call, bool sync, struct snap *s,
+                              CUcontext ctx, bool handed, bool *staged)
 {
     int r = bgpu_staged_worth(s->bytes)
                 ? bgpu_dtoh_staged(call, ctx, (void *)s->host, s->buf.ptr, s->bytes, s->reg_lo,
@@ -381,8 +381,11 @@ static CUresult pageable_dtoh(const struct copy_call *call, struct snap *s, CUco
         return r == 1 ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN;
     if (handed && !uffd_protect(s->reg_lo, s->reg_hi - s->reg_lo, false))
         return CUDA_ERROR_UNKNOWN;
-    /* A pageable D2H returns complete, whichever variant. */
-    return bgpu_dtoh(call, true, (void *)s->host, s->buf.ptr, s->bytes);
+    /* The program's variant, on its stream: the snapshot's copy was
+     * issued there (a sync variant on another stream, the legacy one, is
+     * not ordered after work on a non-blocking stream: wrong bytes on an
+     * H200). */
+    return bgpu_dtoh(call, sync, (void *)s->host, s->buf.ptr, s->bytes);
 }
 
 /* Eager: the D2H runs as usual and a snapshot is kept; the range is
@@ -436,7 +439,7 @@ static bool eager_d2h(const struct copy_call *call, bool sync, uintptr_t h, CUde
     if (dma) {
         *rc = bgpu_dtoh(call, sync && !overlap, (void *)h, aside ? dev : s->buf.ptr, n);
     } else {
-        *rc = pageable_dtoh(call, s, ctx, handed, &staged);
+        *rc = pageable_dtoh(call, sync, s, ctx, handed, &staged);
         after = !staged;
     }
     bool overlap_ok = *rc != CUDA_SUCCESS || !overlap || uffd_protect(rlo, rlen, true);

@@ -245,6 +245,7 @@ struct bt_flavour *bt_flavours(CUcontext ctx)
         {"async-ptsz", d2h_ptsz, h2d_ptsz, set_pt, sync_pt, NULL},
         {"unified", d2h_unified, h2d_unified, set_legacy, sync_legacy, NULL},
         {"unified-async", d2h_unified_async, h2d_unified_async, set_async, sync_async, NULL},
+        {"async-nonblocking", d2h_async, h2d_async, set_async, sync_async, NULL},
     };
     struct bt_flavour *f = malloc(sizeof proto);
     CUcontext popped;
@@ -254,6 +255,9 @@ struct bt_flavour *bt_flavours(CUcontext ctx)
     PL_OK(cuCtxPushCurrent_v2(ctx));
     PL_OK(cuStreamCreate(&f[2].stream, 0)); /* blocking: ordered with legacy */
     f[5].stream = f[2].stream;
+    /* Not ordered with the legacy stream: work the shim issues on another
+     * stream than the program's is not ordered after it either. */
+    PL_OK(cuStreamCreate(&f[6].stream, CU_STREAM_NON_BLOCKING));
     PL_OK(cuCtxPopCurrent_v2(&popped));
     return f;
 }

@@ -26,7 +26,7 @@ struct bt_flavour {
     CUresult (*sync)(const struct bt_flavour *f);
     CUstream stream; /* async on a created stream: set by bt_flavours() */
 };
-#define BT_FLAVOURS 6
+#define BT_FLAVOURS 7
 /* The four flavours (a new array); the created stream lives in ctx. */
 struct bt_flavour *bt_flavours(CUcontext ctx);
 
