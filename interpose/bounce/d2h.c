@@ -35,11 +35,8 @@ static void once_body(void)
                  "malloc_usable_size; host bounces off");
         return;
     }
-    double t0 = bounce_now_us();
     uffd_ok = bounce_start();
-    double t1 = bounce_now_us();
     (void)bgpu_pageable_access(); /* asked now: plan() asks under bounce_mu */
-    double t2 = bounce_now_us();
     /* The bounce row of the lifecycle table (shim.h): it joins now, its
      * handlers run before the shim's locks are taken and before the
      * teardown of anything that started before this first bounce. Its
@@ -55,8 +52,6 @@ static void once_body(void)
         .before_ctx_gone = bounce_ctx_gone,
     };
     shim_life_start(row.order);
-    LOG_DEBUG("bounce: started: userfaultfd and its thread %.0f us, devices asked %.0f us, "
-              "handlers %.0f us", t1 - t0, t2 - t1, bounce_now_us() - t2);
 }
 
 enum how { HOW_NONE, HOW_LAZY, HOW_EAGER };
@@ -365,29 +360,6 @@ static struct snap *eager_snap_new(uintptr_t h, CUdeviceptr dev, size_t n, int s
     return s;
 }
 
-/* The D2H of an eager pageable snapshot s, from its copy on the GPU: for
- * more than one staging piece the shim's own, s's pages protected beside
- * it (stage.h; *staged then), else the driver's (a range taken over made
- * writable first, protected after by the caller). */
-static CUresult pageable_dtoh(const struct copy_call *call, bool sync, struct snap *s,
-                              CUcontext ctx, bool handed, bool *staged)
-{
-    int r = bgpu_staged_worth(s->bytes)
-                ? bgpu_dtoh_staged(call, ctx, (void *)s->host, s->buf.ptr, s->bytes, s->reg_lo,
-                                   s->reg_hi, handed)
-                : -1;
-    *staged = r >= 0;
-    if (r >= 0)
-        return r == 1 ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN;
-    if (handed && !uffd_protect(s->reg_lo, s->reg_hi - s->reg_lo, false))
-        return CUDA_ERROR_UNKNOWN;
-    /* The program's variant, on its stream: the snapshot's copy was
-     * issued there (a sync variant on another stream, the legacy one, is
-     * not ordered after work on a non-blocking stream: wrong bytes on an
-     * H200). */
-    return bgpu_dtoh(call, sync, (void *)s->host, s->buf.ptr, s->bytes);
-}
-
 /* Eager: the D2H runs as usual and a snapshot is kept; the range is
  * write-protected so that CPU writes mark pages dirty. Pinned memory (dma)
  * is written by DMA, which ignores the protection: an async copy is
@@ -435,13 +407,7 @@ static bool eager_d2h(const struct copy_call *call, bool sync, uintptr_t h, CUde
         return false;
     }
     double t2 = bounce_now_us();
-    bool staged = false;
-    if (dma) {
-        *rc = bgpu_dtoh(call, sync && !overlap, (void *)h, aside ? dev : s->buf.ptr, n);
-    } else {
-        *rc = pageable_dtoh(call, sync, s, ctx, handed, &staged);
-        after = !staged;
-    }
+    *rc = bgpu_dtoh(call, sync && !overlap, (void *)h, aside ? dev : s->buf.ptr, n);
     bool overlap_ok = *rc != CUDA_SUCCESS || !overlap || uffd_protect(rlo, rlen, true);
     if (aside != NULL) {
         bgpu_wait_event(call, aside);
@@ -465,8 +431,7 @@ static bool eager_d2h(const struct copy_call *call, bool sync, uintptr_t h, CUde
     publish(s);
     LOG_DEBUG("bounce: eager D2H of %zu bytes (%s): set-up %.0f us, snapshot issued %.0f us, "
               "D2H %.0f us%s, protect %.0f us, publish %.0f us%s", n, dma ? "pinned" : "pageable",
-              t1 - t0, t2 - t1, t3 - t2,
-              overlap || staged ? " (protected meanwhile)" : "", t4 - t3,
+              t1 - t0, t2 - t1, t3 - t2, overlap ? " (protected meanwhile)" : "", t4 - t3,
               bounce_now_us() - t4, handed ? " (handed over)" : "");
     atomic_fetch_add(&bst_d2h_eager, 1);
     return true;
@@ -499,10 +464,7 @@ P2PSHIM_HOT bool bounce_d2h(const struct copy_call *call, bool sync, void *host,
     uffd_barrier();
     bounce_reap();
     bool lazy = how == HOW_LAZY;
-    /* Taken over: a lazy or pinned snapshot's registration, and a
-     * pageable eager one's that the shim's own D2H will write. */
-    bool handed = (lazy || dma || bgpu_staged_worth(bytes)) &&
-                  bounce_handover(h, bytes, lazy, dma);
+    bool handed = (lazy || dma) && bounce_handover(h, bytes, lazy, dma);
     bounce_end_overlapping(h, h + bytes, false, true);
     LOG_DEBUG("bounce: D2H of %zu bytes: the last snapshot there ended in %.0f us", bytes,
               bounce_now_us() - t0);

@@ -6,7 +6,6 @@
 #include <malloc.h>
 #include <stdlib.h>
 
-#include "behind.h"
 #include "counters.h"
 #include "dormant.h"
 #include "events.h"
@@ -221,7 +220,6 @@ void bounce_fork_child(void)
         bounce_snap_free(s);
     }
     uffd_after_fork_child();
-    bounce_behind_after_fork_child();
     bounce_unlock();
 }
 

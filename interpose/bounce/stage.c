@@ -4,17 +4,14 @@
  * into place with UFFDIO_COPY, double-buffered. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <string.h>
 #include <sys/mman.h>
 
 #include "driver.h"
-#include "behind.h"
 #include "events.h"
 #include "gpu.h"
 #include "hooks.h"
 #include "lock.h"
 #include "own_device.h"
-#include "pages.h"
 #include "stage.h"
 #include "uffd.h"
 
@@ -255,73 +252,3 @@ int bgpu_fill(const struct dbuf *b, size_t off, uintptr_t addr, size_t len, bool
     return r;
 }
 
-
-/* ---- a pageable D2H of the shim's own ------------------------------------ */
-
-/* Waits for ev (NULL: the issue failed) and lets it go. */
-static bool piece_landed(CUevent ev)
-{
-    bool ok = ev != NULL && driver_api()->event_synchronize(ev) == CUDA_SUCCESS;
-    bgpu_event_release(ev);
-    return ok;
-}
-
-/* One piece's DMA into a staging half on the program's stream, and the
- * event behind it (NULL: not issued). */
-static CUevent piece_issue(const struct copy_call *call, char *half, CUdeviceptr src, size_t n)
-{
-    if (bgpu_dtoh(call, false, half, src, n) != CUDA_SUCCESS)
-        return NULL;
-    return bgpu_record(call);
-}
-
-bool bgpu_staged_worth(size_t n)
-{
-    return n > STAGE_BYTES;
-}
-
-int bgpu_dtoh_staged(const struct copy_call *call, CUcontext ctx, void *host, CUdeviceptr src,
-                     size_t n, uintptr_t lo, uintptr_t hi, bool open)
-{
-    struct stage *st = &caller_stage;
-    pthread_mutex_lock(&st->mu);
-    if (!stage_mem(st, ctx) || !st->pinned || !bounce_behind_begin(lo, hi, open)) {
-        pthread_mutex_unlock(&st->mu);
-        return -1;
-    }
-    const uintptr_t pg = bounce_page;
-    char *h = host;
-    size_t done = 0, piece = n < STAGE_BYTES ? n : STAGE_BYTES;
-    int half = 0;
-    CUevent cur = piece_issue(call, st->mem, src, piece);
-    bool ok = cur != NULL;
-    while (ok && done < n) {
-        size_t next_off = done + piece;
-        size_t next = n - next_off < STAGE_BYTES ? n - next_off : STAGE_BYTES;
-        CUevent nxt = NULL;
-        if (next > 0) {
-            /* The other half's last piece is in place already. */
-            nxt = piece_issue(call, st->mem + (size_t)(1 - half) * STAGE_BYTES, src + next_off,
-                              next);
-            ok = nxt != NULL;
-        }
-        uintptr_t end = (uintptr_t)(h + next_off);
-        /* The pages this piece writes (a partial one too), writable first. */
-        ok = piece_landed(cur) && ok && bounce_behind_ahead((end + pg - 1) & ~(pg - 1));
-        cur = nxt;
-        if (!ok)
-            break;
-        memcpy(h + done, st->mem + (size_t)half * STAGE_BYTES, piece);
-        /* Whole pages written: protected behind (the last partial one is
-         * outside [lo, hi)). */
-        bounce_behind_wrote(next > 0 ? end & ~(pg - 1) : hi);
-        done = next_off;
-        piece = next;
-        half = 1 - half;
-    }
-    if (cur != NULL)
-        (void)piece_landed(cur); /* a piece on its way when this stopped */
-    ok = bounce_behind_end() && ok;
-    pthread_mutex_unlock(&st->mu);
-    return ok ? 1 : 0;
-}

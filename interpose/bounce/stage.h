@@ -24,22 +24,6 @@ int bgpu_fill(const struct dbuf *b, size_t off, uintptr_t addr, size_t len, bool
 CUevent bgpu_snapshot_aside(const struct copy_call *call, struct dbuf *b, CUdeviceptr src,
                             size_t bytes);
 
-/* The D2H of [src, src + n) into pageable host memory, made by the shim:
- * on the program's stream (call's flavour) in pieces of the pinned
- * staging buffer, each piece's DMA running while the last one is copied
- * into place, and the whole pages [lo, hi) of an eager snapshot
- * write-protected behind the copy (behind.h); open: [lo, hi) is
- * registered and may be protected (a snapshot taken over), made writable
- * ahead of it. Returns complete, as the driver's pageable D2H does. 1:
- * done, every byte written and [lo, hi) protected; 0: failed, the pages
- * may hold part of the bytes and some of them protection; -1: no pinned
- * staging buffer or no thread for the protection: nothing done. */
-/* Whether a D2H of n bytes spans more than one staging piece: a shorter
- * one gains nothing from bgpu_dtoh_staged (no copy to overlap). */
-bool bgpu_staged_worth(size_t n);
-int bgpu_dtoh_staged(const struct copy_call *call, CUcontext ctx, void *host, CUdeviceptr src,
-                     size_t n, uintptr_t lo, uintptr_t hi, bool open);
-
 /* Frees the pinned staging memory and destroys the streams of a context
  * about to go (ctx NULL: those of every context of dev; and dev < 0: of
  * every context, at exit). */

@@ -219,17 +219,16 @@ bool bounce_handover(uintptr_t host, size_t bytes, bool lazy, bool dma)
 {
     bounce_lock();
     struct snap *s = same_pages(host, bytes);
-    bool ok = s && s->lazy == lazy && s->dma == dma && s->ready && !s->ending && !s->gone;
+    bool ok = s && s->lazy == lazy && s->dma == dma && (lazy || dma) && s->ready &&
+              !s->ending && !s->gone;
     if (ok) {
         s->keep_reg = true;
         s->busy++;
     }
     size_t n = ok ? bounce_npages(s) : 0;
-    /* Pinned: pages written since are protected again (they start clean
-     * in the new snapshot; a write racing with this D2H is the program's).
-     * Pageable: the shim's own D2H lifts the protection ahead of its copy
-     * and makes it again behind (stage.h). */
-    for (size_t i = 0; dma && i < n;) {
+    /* Eager: pages written since are protected again (they start clean in
+     * the new snapshot; a write racing with this D2H is the program's). */
+    for (size_t i = 0; !lazy && i < n;) {
         i = bounce_scan(s->page, i, n, ~PG_MASK(PG_CLEAN));
         if (i == n)
             break;
