@@ -35,8 +35,11 @@ static void once_body(void)
                  "malloc_usable_size; host bounces off");
         return;
     }
+    double t0 = bounce_now_us();
     uffd_ok = bounce_start();
+    double t1 = bounce_now_us();
     (void)bgpu_pageable_access(); /* asked now: plan() asks under bounce_mu */
+    double t2 = bounce_now_us();
     /* The bounce row of the lifecycle table (shim.h): it joins now, its
      * handlers run before the shim's locks are taken and before the
      * teardown of anything that started before this first bounce. Its
@@ -52,6 +55,8 @@ static void once_body(void)
         .before_ctx_gone = bounce_ctx_gone,
     };
     shim_life_start(row.order);
+    LOG_DEBUG("bounce: started: userfaultfd and its thread %.0f us, devices asked %.0f us, "
+              "handlers %.0f us", t1 - t0, t2 - t1, bounce_now_us() - t2);
 }
 
 enum how { HOW_NONE, HOW_LAZY, HOW_EAGER };
