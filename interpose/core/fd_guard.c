@@ -8,6 +8,9 @@
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -65,9 +68,40 @@ static void lower_to(int fd)
         atomic_store(&shim_fd_lowest, fd);
 }
 
+/* The value of "NAME:" in /proc/self/status, or -1. */
+static long status_field(const char *text, const char *name)
+{
+    const char *at = strstr(text, name);
+    return at == NULL ? -1 : strtol(at + strlen(name), NULL, 10);
+}
+
+/* The size of the descriptor table, where growing it would make this
+ * thread wait: a table shared by several threads is replaced only after
+ * an RCU grace period (the kernel's expand_fdtable), 13-14 ms on an H200
+ * host for the userfaultfd moved to 1023 at a process's first bounce,
+ * once the CUDA driver's threads run. 0: no such limit (one thread, or
+ * the size unknown). */
+static long table_ceiling(void)
+{
+    char text[4096];
+    int fd = (int)shim_sys6(SYS_openat, AT_FDCWD, (long)"/proc/self/status",
+                            O_RDONLY | O_CLOEXEC, 0, 0, 0);
+    if (fd < 0)
+        return 0;
+    long n = shim_sys_read(fd, text, sizeof text - 1);
+    shim_sys_close(fd);
+    if (n <= 0)
+        return 0;
+    text[n] = '\0';
+    long threads = status_field(text, "\nThreads:"), size = status_field(text, "\nFDSize:");
+    return threads > 1 && size >= 64 ? size : 0;
+}
+
 /* A close-on-exec duplicate of fd at the highest free number below the
- * ceiling (the soft RLIMIT_NOFILE, at most CEILING), trying TRIES numbers
- * downwards, else the lowest free above 2; -1 when there is none. */
+ * ceiling (the soft RLIMIT_NOFILE, at most CEILING, and within the
+ * descriptor table where growing it would wait: table_ceiling), trying
+ * TRIES numbers downwards, else the lowest free above 2; -1 when there is
+ * none. */
 static int place_high(int fd)
 {
     struct rlimit rl;
@@ -75,6 +109,9 @@ static int place_high(int fd)
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
         rl.rlim_cur < (rlim_t)CEILING)
         top = (long)rl.rlim_cur;
+    long table = table_ceiling();
+    if (table > 3 && table < top)
+        top = table;
     for (long h = top - 1; h > 2 && h >= top - TRIES; h--) {
         int r = shim_sys_dupfd_cloexec(fd, (int)h);
         if (r >= 0 && r < top)
