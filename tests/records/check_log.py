@@ -122,6 +122,10 @@ def main():
         env["P2PSHIM_MODE"] = "observe"
         env["P2PSHIM_CUPTI"] = "0"
         env["P2PSHIM_LOG"] = "info"
+    if case == "bounce":
+        # The probe's 2 MiB buffer is reused: under the default minimums
+        # only a reused pageable buffer of 4 MiB or more is bounced.
+        env["P2PSHIM_BOUNCE_MIN"] = "64K"
     if case == "observe":
         env["P2PSHIM_MODE"] = "observe"
         env["P2PSHIM_CUPTI"] = "0"
