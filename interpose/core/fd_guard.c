@@ -113,6 +113,10 @@ static int place_high(int fd)
     if (table > 3 && table < top)
         top = table;
     for (long h = top - 1; h > 2 && h >= top - TRIES; h--) {
+        /* Taken: F_DUPFD would give the next free number above it, which
+         * may lie past the table's end and grow it. */
+        if (table > 3 && shim_sys6(SYS_fcntl, h, F_GETFD, 0, 0, 0, 0) >= 0)
+            continue;
         int r = shim_sys_dupfd_cloexec(fd, (int)h);
         if (r >= 0 && r < top)
             return r;

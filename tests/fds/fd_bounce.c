@@ -16,6 +16,11 @@
  *   sys_dup3           syscall(SYS_dup3, /dev/null, n, 0) for each
  *   dupfd_top          fcntl(F_GETFD), close and F_DUPFD of the 8 highest
  *                      numbers below the limit (printed: they are the same)
+ *   threaded_table     a second thread runs from the start; the size of the
+ *                      descriptor table (FDSize) before and after the first
+ *                      bounce, printed: the shim's descriptors stay inside
+ *                      the table (growing one shared by threads waits for
+ *                      an RCU grace period, 13-14 ms on an H200 host)
  * The soft RLIMIT_NOFILE is set first: FD_BOUNCE_NOFILE, else 1024 (the
  * shim puts its descriptors below it).
  * Then, for a lazy buffer, the CPU reads it; for an eager one, the CPU
@@ -25,6 +30,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,6 +113,28 @@ static void dupfd_top(void)
     close(null);
 }
 
+/* FDSize of /proc/self/status: the descriptor table's size. */
+static long table_size(void)
+{
+    char line[256];
+    long size = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+    while (f != NULL && fgets(line, sizeof line, f) != NULL)
+        if (strncmp(line, "FDSize:", 7) == 0)
+            size = strtol(line + 7, NULL, 10);
+    if (f != NULL)
+        fclose(f);
+    return size;
+}
+
+static void *idle_thread(void *arg)
+{
+    (void)arg;
+    for (;;)
+        pause();
+    return NULL;
+}
+
 static void act(const char *how)
 {
     int top = fd_limit();
@@ -129,6 +157,8 @@ static void act(const char *how)
         dup_over_others(p, how); /* the write end stays open: no EOF, no data */
     } else if (strcmp(how, "dupfd_top") == 0) {
         dupfd_top();
+    } else if (strcmp(how, "threaded_table") == 0) {
+        printf("descriptor table after the first bounce: %ld\n", table_size());
     } else {
         fprintf(stderr, "fd_bounce: unknown case %s\n", how);
         exit(2);
@@ -193,6 +223,12 @@ int main(int argc, char **argv)
     unsigned char *h = malloc(N);
     if (!pat || !want || !h)
         return 2;
+    if (strcmp(argv[2], "threaded_table") == 0) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, idle_thread, NULL) != 0)
+            return 2;
+        printf("descriptor table before the first bounce: %ld\n", table_size());
+    }
     bounced_d2h(h, 1, "first round");
     act(argv[2]);
     use_after(h, "first round, after the program's descriptors work");
