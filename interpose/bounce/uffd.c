@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
 #include <sys/epoll.h>
-#include <time.h>
 #include <sys/mman.h>
 #include <sched.h>
 #include <pthread.h>
@@ -20,6 +19,7 @@
 
 #include "fd_guard.h"
 #include "log.h"
+#include "pages.h"
 #include "shim.h"
 #include "shim_sys.h"
 #include "thread_start.h"
@@ -177,10 +177,9 @@ static void *handler_main(void *arg)
 static void open_body(void)
 {
     page_size = (size_t)sysconf(_SC_PAGESIZE);
-    struct timespec tt[5];
-    clock_gettime(CLOCK_MONOTONIC, &tt[0]);
+    double t0 = bounce_now_us();
     int fd = new_descriptor();
-    clock_gettime(CLOCK_MONOTONIC, &tt[1]);
+    double t1 = bounce_now_us();
     if (fd < 0) {
         LOG_DEBUG("bounce: userfaultfd unavailable (%s): no lazy host buffers",
                   strerror(errno));
@@ -193,7 +192,7 @@ static void open_body(void)
         close(fd);
         return;
     }
-    clock_gettime(CLOCK_MONOTONIC, &tt[2]);
+    double t2 = bounce_now_us();
     int ep = -1;
     struct epoll_event ev = {.events = EPOLLIN};
     if (shim_fd_adopt(&uffd_guard, &the_fd, fd, "the userfaultfd") < 0 ||
@@ -207,17 +206,14 @@ static void open_body(void)
     }
     /* The handler takes no signals (shim_thread_start blocks them all):
      * they belong to the program's threads, and lock.h counts on it. */
-    clock_gettime(CLOCK_MONOTONIC, &tt[3]);
+    double t3 = bounce_now_us();
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_t t;
     int rc = shim_thread_start(&t, &attr, handler_main, NULL);
-    clock_gettime(CLOCK_MONOTONIC, &tt[4]);
-#define UFFD_US(a, b) ((double)(tt[b].tv_sec - tt[a].tv_sec) * 1e6 + (double)(tt[b].tv_nsec - tt[a].tv_nsec) / 1e3)
-    LOG_DEBUG("bounce: userfaultfd opened %.0f us, API %.0f us, descriptors %.0f us, thread %.0f us",
-              UFFD_US(0, 1), UFFD_US(1, 2), UFFD_US(2, 3), UFFD_US(3, 4));
-#undef UFFD_US
+    LOG_DEBUG("bounce: userfaultfd opened %.0f us, API %.0f us, descriptors %.0f us, "
+              "thread %.0f us", t1 - t0, t2 - t1, t3 - t2, bounce_now_us() - t3);
     pthread_attr_destroy(&attr);
     if (rc != 0) {
         LOG_DEBUG("bounce: cannot start the userfaultfd handler: %s", strerror(rc));

@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "counters.h"
+#include "fork_clear.h"
 #include "log.h"
 #include "record.h"
 #include "shim.h"
@@ -283,45 +284,18 @@ static void watch_report(void)
 }
 
 /* After fork (the child starts empty). */
-/* *a = 0, written only where it is not: a forked child (the one caller of
- * watch_reset) copies every page it writes, and most of these are zero. */
-static void clear_u64(_Atomic uint64_t *a)
-{
-    if (atomic_load_explicit(a, memory_order_relaxed) != 0)
-        atomic_store_explicit(a, 0, memory_order_relaxed);
-}
-
-static void clear_unsigned(_Atomic unsigned *a)
-{
-    if (atomic_load_explicit(a, memory_order_relaxed) != 0)
-        atomic_store_explicit(a, 0, memory_order_relaxed);
-}
-
-/* Whether [p, p + n) is all zero bytes (the child has one thread). */
-static bool all_zero(const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++)
-        if (b[i] != 0)
-            return false;
-    return true;
-}
-
 static void watch_reset(void)
 {
     /* The child's copy of the lock may be held by a thread that does not
      * exist there: start afresh. */
     pthread_mutex_init(&watch_mu, NULL);
-    /* An empty table is all zero (predict_init). */
-    if (!all_zero(&table, sizeof table))
-        predict_init(&table);
-    clear_unsigned(&later_head);
-    clear_unsigned(&later_tail);
-    clear_unsigned(&live);
-    clear_unsigned(&armed);
-    for (int s = 0; s < P2PSHIM_MAX_DEVICES; s++)
-        for (int d = 0; d < P2PSHIM_MAX_DEVICES; d++) {
-            clear_u64(&pairs[s][d]);
-            clear_u64(&pair_bytes[s][d]);
-        }
+    /* An empty table is all zero (predict_init); written only where set
+     * (fork_clear.h). */
+    shim_zero_if_set(&table, sizeof table);
+    atomic_store(&later_head, 0);
+    atomic_store(&later_tail, 0);
+    atomic_store(&live, 0);
+    atomic_store(&armed, 0);
+    shim_zero_if_set(pairs, sizeof pairs);
+    shim_zero_if_set(pair_bytes, sizeof pair_bytes);
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "fork_clear.h"
 #include "hot.h"
 #include "log.h"
 #include "shim.h"
@@ -31,9 +32,6 @@ static struct pair_counters *slot(int src, int dst, enum route_reason reason)
         return &local_counts;
     if (src < 0 || dst < 0 || src >= P2PSHIM_MAX_DEVICES || dst >= P2PSHIM_MAX_DEVICES)
         return &far_counts;
-    uint32_t bit = (uint32_t)1 << dst;
-    if (!(atomic_load_explicit(&used_dst[src], memory_order_relaxed) & bit))
-        atomic_fetch_or_explicit(&used_dst[src], bit, memory_order_relaxed);
     return &pairs[src][dst];
 }
 
@@ -66,6 +64,11 @@ P2PSHIM_HOT void stats_count(int src_dev, int dst_dev, enum route_reason reason,
     struct pair_counters *c = slot(src_dev, dst_dev, reason);
     if ((unsigned)reason >= ROUTE_REASON_COUNT)
         return;
+    if (c != &local_counts && c != &far_counts) {
+        uint32_t bit = (uint32_t)1 << dst_dev;
+        if (!(atomic_load_explicit(&used_dst[src_dev], memory_order_relaxed) & bit))
+            atomic_fetch_or_explicit(&used_dst[src_dev], bit, memory_order_relaxed);
+    }
     atomic_fetch_add_explicit(&c->copies, 1, memory_order_relaxed);
     add_saturating(&c->bytes, bytes);
     atomic_fetch_add_explicit(&c->by_reason[reason], 1, memory_order_relaxed);
@@ -128,19 +131,6 @@ static void report_pair(const char *label, const struct stats_pair *p)
              (unsigned long long)p->upgraded_bytes, reasons[0] ? reasons : "-");
 }
 
-/* Zeroes [p, p+n) only if a byte there is set: a forked child (the one
- * caller of stats_reset) would otherwise copy every page it writes. The
- * child has one thread: plain reads are safe. */
-static void zero_if_set(void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++)
-        if (b[i] != 0) {
-            memset(p, 0, n);
-            return;
-        }
-}
-
 void stats_reset(void)
 {
     struct pair_counters *all[] = {&local_counts, &far_counts};
@@ -153,7 +143,7 @@ void stats_reset(void)
                 memset(&pairs[s][d], 0, sizeof pairs[s][d]);
     }
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        zero_if_set(all[i], sizeof *all[i]);
+        shim_zero_if_set(all[i], sizeof *all[i]);
     atomic_store(&enables_ok, 0);
     atomic_store(&enables_failed, 0);
 }
