@@ -157,6 +157,7 @@ struct bounce_stats {
     uint64_t abandoned;            /* snapshots given up past their fault budget */
     uint64_t faults_max;           /* the most CPU touches one snapshot took */
     uint64_t holders;              /* predicted D2H copies left alone: a holder may exist */
+    uint64_t ended_behind;         /* snapshots ended on the shim's thread after their H2D */
 };
 /* The counters; their exit summary line ("summary bounce candidates=N
  * ...") is registered with stats.h by the module itself. */

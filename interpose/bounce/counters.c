@@ -11,14 +11,14 @@
 _Atomic uint64_t bst_d2h_lazy, bst_d2h_eager, bst_seen, bst_upgraded, bst_upgraded_bytes,
     bst_lazy_bytes, bst_materialised, bst_faults, bst_evicted, bst_fallbacks, bst_candidates,
     bst_predicted, bst_skipped, bst_useful, bst_wasted, bst_seen_plain, bst_handler_ns,
-    bst_abandoned, bst_faults_max, bst_holders;
+    bst_abandoned, bst_faults_max, bst_holders, bst_ended_behind;
 
 /* Every counter, in bounce_stats order. */
 static _Atomic uint64_t *const counters[] = {
     &bst_d2h_lazy, &bst_d2h_eager, &bst_seen, &bst_upgraded, &bst_upgraded_bytes,
     &bst_lazy_bytes, &bst_materialised, &bst_faults, &bst_evicted, &bst_fallbacks,
     &bst_candidates, &bst_predicted, &bst_skipped, &bst_useful, &bst_wasted, &bst_seen_plain,
-    &bst_handler_ns, &bst_abandoned, &bst_faults_max, &bst_holders};
+    &bst_handler_ns, &bst_abandoned, &bst_faults_max, &bst_holders, &bst_ended_behind};
 
 void bst_snapshot_done(unsigned touches)
 {
@@ -35,7 +35,7 @@ void bounce_get_stats(struct bounce_stats *o)
                        &o->upgraded_bytes, &o->lazy_bytes, &o->materialised_bytes, &o->faults,
                        &o->evicted, &o->fallbacks, &o->candidates, &o->predicted,
                        &o->skipped, &o->useful, &o->wasted, &o->seen_plain, &o->handler_ns,
-                       &o->abandoned, &o->faults_max, &o->holders};
+                       &o->abandoned, &o->faults_max, &o->holders, &o->ended_behind};
     _Static_assert(sizeof out / sizeof out[0] == sizeof counters / sizeof counters[0],
                    "one field per counter");
     for (size_t i = 0; i < sizeof out / sizeof out[0]; i++)
@@ -66,7 +66,7 @@ void bounce_report(void)
              "seen_plain=%llu materialised_bytes=%llu faults=%llu evicted=%llu fallbacks=%llu "
              "bytes_not_through_host=%llu handler_us=%llu abandoned=%llu "
              "faults_per_snap=%llu.%llu faults_max_snap=%llu handler_us_per_snap=%llu "
-             "filled_bytes_per_snap=%llu holders=%llu",
+             "filled_bytes_per_snap=%llu holders=%llu ended_behind=%llu",
              (unsigned long long)b.candidates, (unsigned long long)b.predicted,
              (unsigned long long)b.skipped, (unsigned long long)snaps,
              (unsigned long long)b.d2h_lazy, (unsigned long long)b.d2h_eager,
@@ -78,5 +78,6 @@ void bounce_report(void)
              handler_us, (unsigned long long)b.abandoned,
              (unsigned long long)(b.faults / per), (unsigned long long)(b.faults * 10 / per % 10),
              (unsigned long long)b.faults_max, handler_us / per,
-             (unsigned long long)(b.materialised_bytes / per), (unsigned long long)b.holders);
+             (unsigned long long)(b.materialised_bytes / per), (unsigned long long)b.holders,
+             (unsigned long long)b.ended_behind);
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "behind.h"
 #include "counters.h"
 #include "dormant.h"
 #include "driver.h"
@@ -447,6 +448,7 @@ P2PSHIM_HOT bool bounce_d2h(const struct copy_call *call, bool sync, void *host,
 {
     struct owner_info src;
     bool dma;
+    bounce_behind_d2h((uintptr_t)host, bytes);
     enum how how = decide(host, bytes, dev, &src, &dma);
     CUcontext ctx = src.ctx;
     if (how != HOW_NONE && ctx == NULL) {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "behind.h"
 #include "config.h"
 #include "counters.h"
 #include "driver.h"
@@ -167,11 +168,16 @@ static bool plan(uintptr_t h, size_t n, struct piece *pc, int *np, int dst_dev)
     return any;
 }
 
-/* Lets the pieces' snapshots go; served: the H2D took from them, which
- * tells the predictor their outcome (useful unless the CPU had wanted most
- * of the bytes first or rewritten most of what the H2D read). */
-static void unpin(struct piece *pc, int np, bool served, bool mostly_host)
+/* Lets the pieces' snapshots go; served: the H2D of [h, h + n) took from
+ * them, which tells the predictor their outcome (useful unless the CPU had
+ * wanted most of the bytes first or rewritten most of what the H2D read).
+ * A served pageable eager snapshot whose pages the H2D covered whole ends
+ * behind the program (behind.h), its pin handed to that end. */
+static void unpin(struct piece *pc, int np, bool served, bool mostly_host, uintptr_t h,
+                  size_t n)
 {
+    struct snap *behind[PIECES_MAX];
+    int nbehind = 0;
     bounce_lock();
     for (int i = 0; i < np; i++) {
         struct snap *s = pc[i].s;
@@ -191,12 +197,19 @@ static void unpin(struct piece *pc, int np, bool served, bool mostly_host)
          * CPU reads this buffer between the copies without writing it. */
         if (served && s->lazy && s->read_first && !mostly_host && !s->fresh)
             bounce_tell_readers(s);
+        if (served && bounce_behind_wanted(s, h, n)) {
+            s->ending = s->ended_behind = true;
+            behind[nbehind++] = s; /* its pin goes with it */
+            continue;
+        }
         s->busy--;
         if (served && !s->ending)
             bounce_touch(s);
     }
     pthread_cond_broadcast(&bounce_cv);
     bounce_unlock();
+    for (int i = 0; i < nbehind; i++)
+        bounce_behind_end(behind[i]);
 }
 
 /* Issues the pieces of an H2D of host h to dst in order, on the program's
@@ -280,7 +293,7 @@ P2PSHIM_HOT static bool serve(const struct copy_call *call, bool sync, CUdevicep
     if (ok)
         note_links(call, pc, np, &d, bytes);
     if (!ok) {
-        unpin(pc, np, false, false);
+        unpin(pc, np, false, false, h, bytes);
         bounce_host_access(host, bytes, false);
         return false;
     }
@@ -290,7 +303,7 @@ P2PSHIM_HOT static bool serve(const struct copy_call *call, bool sync, CUdevicep
     cover_links(call, pc, np);
     if (r != CUDA_SUCCESS) {
         /* The original call does it all again, after what was issued. */
-        unpin(pc, np, false, false);
+        unpin(pc, np, false, false, h, bytes);
         bounce_host_access(host, bytes, false);
         return false;
     }
@@ -304,7 +317,7 @@ P2PSHIM_HOT static bool serve(const struct copy_call *call, bool sync, CUdevicep
               "wait %.0f us", bytes, np, t1 - t0, t2 - t1, bounce_now_us() - t2);
     if (record_enabled())
         record_pieces(pc, np, d.device);
-    unpin(pc, np, true, from_snap * 2 < bytes);
+    unpin(pc, np, true, from_snap * 2 < bytes, h, bytes);
     atomic_fetch_add(&bst_upgraded, 1);
     atomic_fetch_add(&bst_upgraded_bytes, from_snap);
     *rc = r;
@@ -328,6 +341,7 @@ static bool host_may_bounce(const struct p2pshim_config *cfg, const void *host, 
 P2PSHIM_HOT bool bounce_h2d(const struct copy_call *call, bool sync, CUdeviceptr dst, const void *host,
                 size_t bytes, CUresult *rc)
 {
+    bounce_behind_h2d((uintptr_t)host, bytes);
     if (serve(call, sync, dst, host, bytes, rc))
         return true;
     const struct p2pshim_config *cfg = config_get();

@@ -6,6 +6,7 @@
 #include <malloc.h>
 #include <stdlib.h>
 
+#include "behind.h"
 #include "counters.h"
 #include "dormant.h"
 #include "events.h"
@@ -147,6 +148,7 @@ void bounce_ctx_gone(CUcontext ctx, int dev)
         uffd_barrier();
         end_matching(ctx, dev, true);
     }
+    bounce_behind_drain(); /* their buffers go back while the context works */
     bgpu_idle_free(ctx ? -1 : dev, ctx);
     bgpu_ctx_gone(ctx, dev);
     bevent_drop(ctx, dev);
@@ -159,6 +161,7 @@ bool bounce_release_device(int dev)
     size_t before = atomic_load(&bounce_count);
     uffd_barrier();
     end_matching(NULL, dev, true);
+    bounce_behind_drain();
     size_t freed = bgpu_idle_free(dev, NULL);
     return freed > 0 || atomic_load(&bounce_count) < before;
 }
@@ -219,6 +222,7 @@ void bounce_fork_child(void)
         bounce_unlink(s);
         bounce_snap_free(s);
     }
+    bounce_behind_fork_child();
     uffd_after_fork_child();
     bounce_unlock();
 }

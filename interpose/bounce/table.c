@@ -193,6 +193,15 @@ void bounce_end(struct snap *s, bool fill, uintptr_t ex_lo, uintptr_t ex_hi)
         return;
     }
     s->ending = true;
+    bounce_unlock();
+    bounce_finish(s);
+    shim_quiet_end(quiet);
+}
+
+void bounce_finish(struct snap *s)
+{
+    bool quiet = quiet_begin();
+    bounce_lock();
     while (s->busy > 1)
         bounce_wait();
     bounce_unlock();

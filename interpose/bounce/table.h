@@ -60,6 +60,10 @@ bool bounce_start(void);
 void bounce_reap(void);
 /* Ends s (pinned by the caller; the pin is consumed). */
 void bounce_end(struct snap *s, bool fill, uintptr_t ex_lo, uintptr_t ex_hi);
+/* The rest of an end: s, flagged ending by the caller and pinned by it
+ * (the pin is consumed), is unregistered and given back once no one else
+ * works on it. Any thread but the handler's. */
+void bounce_finish(struct snap *s);
 /* Ends the snapshots whose bytes overlap [lo, hi), filling their missing
  * pages (all of them with keep, else those not wholly inside [lo, hi),
  * which are about to be overwritten or are gone). A snapshot that only

@@ -1,0 +1,191 @@
+/* Ends behind the program: behind.h. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "behind.h"
+#include "counters.h"
+#include "fill.h"
+#include "lock.h"
+#include "log.h"
+#include "pages.h"
+#include "table.h"
+#include "thread_start.h"
+
+/* Queued snapshots (pinned, ending) and the one being ended; bounce_mu's. */
+#define QUEUE_MAX 32
+static struct snap *queue[QUEUE_MAX];
+static unsigned queued, head;
+static bool running;
+static pthread_cond_t queue_cv = PTHREAD_COND_INITIALIZER;
+
+/* Ranges whose pages an H2D took again while their snapshot was being
+ * ended behind; bounce_mu's. */
+#define REPEATS_MAX 16
+static struct {
+    uintptr_t lo, hi;
+} repeats[REPEATS_MAX];
+static unsigned repeats_next;
+
+/* Ranges ended behind since their last D2H; bounce_mu's, with their count
+ * readable without it. */
+#define RECENT_MAX 16
+static struct {
+    uintptr_t lo, hi;
+} recent[RECENT_MAX];
+static _Atomic unsigned recent_count;
+
+static pthread_once_t start_once = PTHREAD_ONCE_INIT;
+static _Atomic bool started;
+
+static void *ender_main(void *arg)
+{
+    (void)arg;
+    bounce_lock();
+    for (;;) {
+        while (queued == 0)
+            pthread_cond_wait(&queue_cv, &bounce_mu);
+        struct snap *s = queue[head];
+        head = (head + 1) % QUEUE_MAX;
+        queued--;
+        running = true;
+        size_t bytes = s->bytes;
+        bounce_unlock();
+        double t0 = bounce_now_us();
+        bounce_finish(s);
+        LOG_DEBUG("bounce: snapshot of %zu bytes ended behind the program in %.0f us", bytes,
+                  bounce_now_us() - t0);
+        bounce_lock();
+        running = false;
+        pthread_cond_broadcast(&bounce_cv);
+    }
+    return NULL;
+}
+
+static void start_body(void)
+{
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t t;
+    int rc = shim_thread_start(&t, &attr, ender_main, NULL);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+        LOG_DEBUG("bounce: no thread to end snapshots behind the program: they end in place");
+        return;
+    }
+    pthread_setname_np(t, "p2pshim-end");
+    atomic_store(&started, true);
+}
+
+static bool overlaps_repeat(uintptr_t lo, uintptr_t hi)
+{
+    for (unsigned i = 0; i < REPEATS_MAX; i++)
+        if (repeats[i].lo < hi && lo < repeats[i].hi)
+            return true;
+    return false;
+}
+
+bool bounce_behind_wanted(const struct snap *s, uintptr_t h, size_t n)
+{
+    return !s->lazy && !s->dma && s->ready && !s->ending && !atomic_load(&bounce_disabled) &&
+           h <= s->reg_lo && s->reg_hi <= h + n && !overlaps_repeat(s->reg_lo, s->reg_hi);
+}
+
+/* [lo, hi) ended behind (lock held): the oldest entry goes when full. */
+static void recent_add(uintptr_t lo, uintptr_t hi)
+{
+    unsigned n = atomic_load_explicit(&recent_count, memory_order_relaxed);
+    if (n == RECENT_MAX) {
+        for (unsigned i = 1; i < n; i++)
+            recent[i - 1] = recent[i];
+        n--;
+    }
+    recent[n].lo = lo;
+    recent[n].hi = hi;
+    atomic_store_explicit(&recent_count, n + 1, memory_order_relaxed);
+}
+
+/* Takes the recent entries meeting [lo, hi) by a whole page out (lock
+ * held); repeat: they join the repeats. */
+static void recent_take(uintptr_t lo, uintptr_t hi, bool repeat)
+{
+    unsigned n = atomic_load_explicit(&recent_count, memory_order_relaxed), kept = 0;
+    for (unsigned i = 0; i < n; i++) {
+        uintptr_t a = recent[i].lo > lo ? recent[i].lo : lo;
+        uintptr_t b = recent[i].hi < hi ? recent[i].hi : hi;
+        if (b < a + bounce_page) {
+            recent[kept++] = recent[i];
+            continue;
+        }
+        if (repeat && !overlaps_repeat(recent[i].lo, recent[i].hi)) {
+            repeats[repeats_next].lo = recent[i].lo;
+            repeats[repeats_next].hi = recent[i].hi;
+            repeats_next = (repeats_next + 1) % REPEATS_MAX;
+            LOG_DEBUG("bounce: the %zu bytes at %#lx went to a GPU twice after one D2H: "
+                      "their snapshots end in place from now on",
+                      (size_t)(recent[i].hi - recent[i].lo), (unsigned long)recent[i].lo);
+        }
+    }
+    atomic_store_explicit(&recent_count, kept, memory_order_relaxed);
+}
+
+void bounce_behind_h2d(uintptr_t h, size_t n)
+{
+    if (atomic_load_explicit(&recent_count, memory_order_relaxed) == 0 || n == 0)
+        return;
+    bounce_lock();
+    recent_take(h, h + n, true);
+    bounce_unlock();
+}
+
+void bounce_behind_d2h(uintptr_t h, size_t n)
+{
+    if (atomic_load_explicit(&recent_count, memory_order_relaxed) == 0 || n == 0)
+        return;
+    bounce_lock();
+    recent_take(h, h + n, false);
+    bounce_unlock();
+}
+
+void bounce_behind_end(struct snap *s)
+{
+    bounce_lock();
+    recent_add(s->reg_lo, s->reg_hi);
+    bounce_unlock();
+    pthread_once(&start_once, start_body);
+    if (atomic_load(&started)) {
+        bounce_lock();
+        bool room = queued < QUEUE_MAX;
+        if (room) {
+            queue[(head + queued) % QUEUE_MAX] = s;
+            queued++;
+            pthread_cond_signal(&queue_cv);
+        }
+        bounce_unlock();
+        if (room) {
+            atomic_fetch_add(&bst_ended_behind, 1);
+            return;
+        }
+    }
+    bounce_finish(s);
+}
+
+void bounce_behind_drain(void)
+{
+    if (!atomic_load(&started))
+        return;
+    bounce_lock();
+    while (queued > 0 || running)
+        bounce_wait();
+    bounce_unlock();
+}
+
+void bounce_behind_fork_child(void)
+{
+    queued = 0;
+    head = 0;
+    running = false;
+    atomic_store(&started, false);
+    atomic_store(&recent_count, 0);
+}

@@ -1,0 +1,62 @@
+/* Ends behind the program (behind.c): a pageable eager snapshot that has
+ * served an H2D covering all of its pages is ended on a thread of the
+ * shim's, right after that H2D, instead of by the program's next D2H over
+ * the buffer.
+ *
+ * Why: ending a pageable eager snapshot lifts its write-protection, a pass
+ * over the range's page table (1.0-3.6 ms per 64 MiB of 4 KiB pages on an
+ * H200 host). The next D2H into the buffer cannot begin before it (the
+ * driver writes those pages with the CPU), so ended there, the pass was
+ * paid inside the program's D2H, in every round of a loop that bounces.
+ * Ended behind, it overlaps whatever the program does after its H2D (GPU
+ * work, a checkpoint, the next batch); a D2H that comes sooner waits for
+ * the rest only (bounce_end_overlapping waits for snapshots being ended).
+ *
+ * What it costs: a second H2D from the same buffer before its next D2H (a
+ * broadcast to two GPUs, a host copy uploaded twice) comes from the host
+ * instead of the snapshot, once: the buffer's pages are then remembered
+ * (REPEATS_MAX ranges) and its later snapshots end as before. Any H2D
+ * that takes a whole page of such a buffer before a D2H into it counts,
+ * whether or not the snapshot could still have served it. CPU writes
+ * during the pass wait for it, as they would for the D2H's. One thread,
+ * started with the first such end, every signal blocked.
+ *
+ * Lock: bounce_mu (lock.h) guards the queue; callers say whether they hold it. */
+#ifndef P2PSHIM_BOUNCE_BEHIND_H
+#define P2PSHIM_BOUNCE_BEHIND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bounce_int.h"
+
+/* Whether s, served by an H2D of [h, h + n), is to end behind (lock held):
+ * pageable, eager, set up, not ending, every tracked page inside the H2D,
+ * its pages not known to be uploaded twice. */
+bool bounce_behind_wanted(const struct snap *s, uintptr_t h, size_t n);
+
+/* Ends s behind the program (lock not held; s flagged ending and
+ * ended_behind under the lock, pinned by the caller: the pin is
+ * consumed). Ends it here when the thread cannot be had. */
+void bounce_behind_end(struct snap *s);
+
+/* An H2D of [h, h + n) (lock not held; one atomic load while no
+ * snapshot was ended behind since its buffer's last D2H): one that takes
+ * a whole page of such a buffer again marks it uploaded more than once
+ * per D2H, and its later snapshots end as before. */
+void bounce_behind_h2d(uintptr_t h, size_t n);
+
+/* A D2H into [h, h + n) (lock not held; one atomic load likewise): the
+ * buffers it overlaps start a new round. */
+void bounce_behind_d2h(uintptr_t h, size_t n);
+
+/* Waits until no snapshot is queued or being ended behind (lock not
+ * held): before a context goes, at exit, when device memory is wanted. */
+void bounce_behind_drain(void);
+
+/* In a fork child (lock held, as bounce_fork_child holds it): the thread
+ * is the parent's; nothing is queued here. */
+void bounce_behind_fork_child(void);
+
+#endif

@@ -1,0 +1,124 @@
+/* Eager snapshots of pageable memory ended behind the program, on the
+ * shim's thread, after the H2D they served (docs/BOUNCE.md): the bytes
+ * stay right whatever the program does next, and a buffer uploaded twice
+ * per D2H is noticed and keeps its snapshots to the end.
+ *
+ * "bounce_behind shim|noshim [CASE...]", run with P2PSHIM_BOUNCE=eager:
+ *   refill: a 4 MiB malloc buffer, D2H then H2D, then the CPU rewrites it
+ *     whole at once (while its snapshot may still be being ended), then a
+ *     D2H straight after the H2D; every byte of host and device checked.
+ *     With the shim's log, the summary counts the ends behind
+ *     (CMakeLists: bounce.behind.summary).
+ *   broadcast: the buffer goes down once and up to two buffers, round
+ *     after round: after the first round both H2Ds come from the snapshot
+ *     (the stand-in's counters), which they cannot when its first H2D
+ *     has ended it.
+ * Transcripts compared with and without the shim (compare.sh). */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bt_common.h"
+
+#define PG 4096
+#define N ((size_t)4 << 20)
+#define ROUNDS 12
+
+static CUdeviceptr src0, dst1, dst2;
+static unsigned char *pat, *want;
+
+static void line(const char *what, const unsigned char *h, CUdeviceptr d)
+{
+    standin_flush_all();
+    printf("%s: host=%016llx device=%016llx\n", what, (unsigned long long)bt_fnv(h, N),
+           (unsigned long long)bt_fnv((const void *)(uintptr_t)d, N));
+}
+
+static void case_refill(void)
+{
+    unsigned char *h = malloc(N);
+    PL_EXPECT(h != NULL, "refill: no buffer");
+    if (h == NULL)
+        exit(2);
+    memset(h, 0, N);
+    pl_use(bt_env.ctx[0]);
+    bt_prime(h, src0, dst1, N);
+    for (unsigned r = 0; r < ROUNDS; r++) {
+        char what[64];
+        struct standin_stats s0;
+        bt_d2h_round(h, src0, bt_env.ctx[0], pat, N, 700 + r, &s0);
+        PL_OK(cuMemcpyHtoD_v2(dst1, h, N));
+        snprintf(what, sizeof what, "refill, round %u, H2D", r + 1);
+        bt_check_dev(dst1, pat, N, what);
+        if (r % 2 == 0) {
+            /* The CPU at once, as a loader refills its batch. */
+            memset(h, (int)(r + 1), N);
+            memset(want, (int)(r + 1), N);
+            snprintf(what, sizeof what, "refill, round %u, rewritten", r + 1);
+            bt_check_host(h, want, N, what);
+        } else {
+            /* The next D2H at once, over every page. */
+            bt_d2h_round(h, src0, bt_env.ctx[0], pat, N, 800 + r, &s0);
+            snprintf(what, sizeof what, "refill, round %u, D2H again", r + 1);
+            bt_check_host(h, pat, N, what);
+            PL_OK(cuMemcpyHtoD_v2(dst1, h, N));
+            bt_check_dev(dst1, pat, N, what);
+        }
+        line(what, h, dst1);
+    }
+    free(h);
+}
+
+static void case_broadcast(void)
+{
+    unsigned char *h = malloc(N);
+    PL_EXPECT(h != NULL, "broadcast: no buffer");
+    if (h == NULL)
+        exit(2);
+    memset(h, 0, N);
+    pl_use(bt_env.ctx[0]);
+    bt_prime(h, src0, dst1, N);
+    for (unsigned r = 0; r < ROUNDS; r++) {
+        char what[64];
+        struct standin_stats s0;
+        bt_d2h_round(h, src0, bt_env.ctx[0], pat, N, 900 + r, &s0);
+        PL_OK(cuMemcpyHtoD_v2(dst1, h, N));
+        PL_OK(cuMemcpyHtoD_v2(dst2, h, N));
+        snprintf(what, sizeof what, "broadcast, round %u", r + 1);
+        /* The first round learns that the buffer goes up twice. */
+        if (r > 0)
+            bt_expect_bounced(&s0, N + 4 * PG, 2 * N - 4 * PG, 3 * N, what);
+        bt_check_dev(dst1, pat, N, what);
+        bt_check_dev(dst2, pat, N, what);
+        bt_check_host(h, pat, N, what);
+        line(what, h, dst2);
+    }
+    free(h);
+}
+
+static const struct {
+    const char *name;
+    void (*fn)(void);
+} cases[] = {
+    {"refill", case_refill},
+    {"broadcast", case_broadcast},
+};
+
+int main(int argc, char **argv)
+{
+    bt_init(argc, argv);
+    src0 = pl_alloc(bt_env.ctx[0], N);
+    dst1 = pl_alloc(bt_env.ctx[1], N);
+    dst2 = pl_alloc(bt_env.ctx[1], N);
+    pat = malloc(N);
+    want = malloc(N);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        bool run = argc <= 2;
+        for (int a = 2; a < argc; a++)
+            run = run || strcmp(argv[a], cases[c].name) == 0;
+        if (run)
+            cases[c].fn();
+    }
+    return pl_finish("bounce_behind");
+}
