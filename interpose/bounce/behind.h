@@ -1,7 +1,8 @@
 /* Ends behind the program (behind.c): a pageable eager snapshot that has
  * served an H2D covering all of its pages is ended on a thread of the
  * shim's, right after that H2D, instead of by the program's next D2H over
- * the buffer.
+ * the buffer; so is a pageable snapshot given up past its fault budget,
+ * instead of by the next copy that passes by.
  *
  * Why: ending a pageable eager snapshot lifts its write-protection, a pass
  * over the range's page table (1.0-3.6 ms per 64 MiB of 4 KiB pages on an
@@ -20,6 +21,10 @@
  * whether or not the snapshot could still have served it. CPU writes
  * during the pass wait for it, as they would for the D2H's. One thread,
  * started with the first such end, every signal blocked.
+ *
+ * The same thread also takes half of a large pageable snapshot's
+ * protection pass while the program's thread does the other half
+ * (bounce_behind_protect).
  *
  * Lock: bounce_mu (lock.h) guards the queue; callers say whether they hold it. */
 #ifndef P2PSHIM_BOUNCE_BEHIND_H
@@ -41,6 +46,12 @@ bool bounce_behind_wanted(const struct snap *s, uintptr_t h, size_t n);
  * consumed). Ends it here when the thread cannot be had. */
 void bounce_behind_end(struct snap *s);
 
+/* Ends s, given up (fill.c: every page the host's, unprotected), behind
+ * the program (lock not held; s flagged ending under the lock and pinned
+ * by the caller: the pin is consumed): its unregistration, a pass over the
+ * range's page table, is not paid inside the copy that passes by. */
+void bounce_behind_given_up(struct snap *s);
+
 /* An H2D of [h, h + n) (lock not held; one atomic load while no
  * snapshot was ended behind since its buffer's last D2H): one that takes
  * a whole page of such a buffer again marks it uploaded more than once
@@ -50,6 +61,21 @@ void bounce_behind_h2d(uintptr_t h, size_t n);
 /* A D2H into [h, h + n) (lock not held; one atomic load likewise): the
  * buffers it overlaps start a new round. */
 void bounce_behind_d2h(uintptr_t h, size_t n);
+
+/* Write-protects [lo, len) (uffd_protect; lock not held), a range of
+ * 8 MiB or more in two halves at once, one on the thread, when it is idle:
+ * a pageable D2H's protection pass (1.2-2.6 ms per 64 MiB of 4 KiB pages
+ * on an H200 host) is paid inside the program's D2H, and two threads
+ * working on disjoint page tables take about 0.55-0.6 of one's time
+ * (measured on the CPU machine). Returns once the whole range is
+ * protected; false when a part was refused. */
+bool bounce_behind_protect(uintptr_t lo, size_t len);
+
+/* Ends the snapshots whose memory went away and those given up (table.c
+ * marks them; the handler never waits), the given-up pageable ones behind
+ * the program (bounce_behind_given_up). Program threads call it on their
+ * way in (lock not held). */
+void bounce_reap(void);
 
 /* Waits until no snapshot is queued or being ended behind (lock not
  * held): before a context goes, at exit, when device memory is wanted. */

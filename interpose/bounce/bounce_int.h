@@ -80,7 +80,6 @@ struct snap {
     bool readers_told;          /* predict_readers was told (once per snapshot) */
     bool ready;                 /* set up; before that faults wait, REMOVE is ours */
     bool ending;                /* being ended: no new users; still registered */
-    bool ended_behind;          /* ... by the shim's thread after its H2D (behind.h) */
     bool gone;                  /* its memory was unmapped or dropped: to be ended */
     bool keep_reg;              /* ended for a D2H over the same pages: stays registered */
     bool unregistered;          /* given up by unregistering (a shared mapping): not dormant */

@@ -424,7 +424,7 @@ static bool eager_d2h(const struct copy_call *call, bool sync, uintptr_t h, CUde
     if (*rc == CUDA_SUCCESS && (!dma || overlap))
         *rc = bgpu_fence(call, true, NULL);
     double t3 = bounce_now_us();
-    if (*rc == CUDA_SUCCESS && (after ? !uffd_protect(rlo, rlen, true) : !overlap_ok))
+    if (*rc == CUDA_SUCCESS && (after ? !bounce_behind_protect(rlo, rlen) : !overlap_ok))
         *rc = CUDA_ERROR_UNKNOWN; /* untracked: the copy stands, no snapshot */
     if (*rc != CUDA_SUCCESS) {
         bgpu_fence(call, false, &s->buf);

@@ -11,7 +11,7 @@
 extern _Atomic bool bounce_disabled; /* after fork (child) and at exit: nothing new */
 
 /* Snapshots marked gone (their memory went away, or given up) and not
- * yet ended (table.c's bounce_reap ends them). */
+ * yet ended (behind.c's bounce_reap ends them). */
 extern _Atomic int bounce_gone_pending;
 
 /* Pages s tracks. */

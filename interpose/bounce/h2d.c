@@ -198,7 +198,7 @@ static void unpin(struct piece *pc, int np, bool served, bool mostly_host, uintp
         if (served && s->lazy && s->read_first && !mostly_host && !s->fresh)
             bounce_tell_readers(s);
         if (served && bounce_behind_wanted(s, h, n)) {
-            s->ending = s->ended_behind = true;
+            s->ending = true;
             behind[nbehind++] = s; /* its pin goes with it */
             continue;
         }

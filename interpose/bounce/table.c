@@ -426,27 +426,20 @@ static void on_gone(uintptr_t start, uintptr_t end, bool unmapped)
     bounce_unlock();
 }
 
-void bounce_reap(void)
+struct snap *bounce_take_gone(bool *given_up)
 {
-    if (atomic_load_explicit(&bounce_gone_pending, memory_order_relaxed) == 0 || uffd_in_handler())
-        return;
-    bool quiet = shim_quiet_begin(true);
-    bounce_lock();
-    for (;;) {
-        struct snap *s = bounce_head;
-        while (s && !(s->gone && !s->ending))
-            s = s->next;
-        if (s == NULL)
-            break;
-        atomic_fetch_sub(&bounce_gone_pending, 1);
-        s->gone = false;
-        s->busy++;
-        bounce_unlock();
-        bounce_end(s, false, 0, 0);
-        bounce_lock();
-    }
-    bounce_unlock();
-    shim_quiet_end(quiet);
+    struct snap *s = bounce_head;
+    while (s && !(s->gone && !s->ending))
+        s = s->next;
+    if (s == NULL)
+        return NULL;
+    atomic_fetch_sub(&bounce_gone_pending, 1);
+    s->gone = false;
+    s->busy++;
+    *given_up = s->given_up && !s->dma;
+    if (*given_up)
+        s->ending = true;
+    return s;
 }
 
 static void on_moved(uintptr_t from, uintptr_t to, size_t len)

@@ -51,13 +51,15 @@ void bounce_unlink(struct snap *s);
 void bounce_touch(struct snap *s);     /* moves it to the head */
 void bounce_snap_free(struct snap *s); /* its memory (no lock needed) */
 
+/* The next snapshot marked gone (on_gone only marks them: the handler
+ * never waits), pinned for the caller to end, or NULL. *given_up: it is
+ * a given-up pageable one, already flagged ending, which has nothing left
+ * to fill (bounce_finish ends it); otherwise bounce_end does. */
+struct snap *bounce_take_gone(bool *given_up);
+
 /* Without bounce_mu: */
 /* Opens userfaultfd (once); false when unavailable. */
 bool bounce_start(void);
-/* Ends the snapshots whose memory went away (on_gone only marks them:
- * the handler never waits) and those given up. Program threads call it
- * on their way in. */
-void bounce_reap(void);
 /* Ends s (pinned by the caller; the pin is consumed). */
 void bounce_end(struct snap *s, bool fill, uintptr_t ex_lo, uintptr_t ex_hi);
 /* The rest of an end: s, flagged ending by the caller and pinned by it

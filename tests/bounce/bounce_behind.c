@@ -4,11 +4,18 @@
  * per D2H is noticed and keeps its snapshots to the end.
  *
  * "bounce_behind shim|noshim [CASE...]", run with P2PSHIM_BOUNCE=eager:
- *   refill: a 4 MiB malloc buffer, D2H then H2D, then the CPU rewrites it
+ *   refill: a 16 MiB malloc buffer (its protection pass split between
+ *     the program's thread and the shim's), D2H then H2D, then the CPU rewrites it
  *     whole at once (while its snapshot may still be being ended), then a
  *     D2H straight after the H2D; every byte of host and device checked.
  *     With the shim's log, the summary counts the ends behind
  *     (CMakeLists: bounce.behind.summary).
+ *   patch: the CPU writes a byte in 8 pages spread over the buffer
+ *     between the copies (both halves of the protection pass): the H2D
+ *     takes those pages from the host, the rest from the snapshot.
+ *   spoilt: every round the CPU rewrites the buffer between its copies:
+ *     each snapshot is given up (its fault budget) and ended behind the
+ *     program by the H2D passing by (bounce.behind.spoilt counts them).
  *   broadcast: the buffer goes down once and up to two buffers, round
  *     after round: after the first round both H2Ds come from the snapshot
  *     (the stand-in's counters), which they cannot when its first H2D
@@ -22,7 +29,7 @@
 #include "bt_common.h"
 
 #define PG 4096
-#define N ((size_t)4 << 20)
+#define N ((size_t)16 << 20)
 #define ROUNDS 12
 
 static CUdeviceptr src0, dst1, dst2;
@@ -70,6 +77,60 @@ static void case_refill(void)
     free(h);
 }
 
+static void case_patch(void)
+{
+    unsigned char *h = malloc(N);
+    PL_EXPECT(h != NULL, "patch: no buffer");
+    if (h == NULL)
+        exit(2);
+    memset(h, 0, N);
+    pl_use(bt_env.ctx[0]);
+    bt_prime(h, src0, dst1, N);
+    for (unsigned r = 0; r < ROUNDS; r++) {
+        char what[64];
+        struct standin_stats s0;
+        bt_d2h_round(h, src0, bt_env.ctx[0], pat, N, 1100 + r, &s0);
+        memcpy(want, pat, N);
+        for (size_t k = 0; k < 8; k++) {
+            size_t at = k * (N / 8) + PG * (r + 1) + r;
+            h[at] ^= 0xa5;
+            want[at] ^= 0xa5;
+        }
+        PL_OK(cuMemcpyHtoD_v2(dst1, h, N));
+        snprintf(what, sizeof what, "patch, round %u", r + 1);
+        bt_check_dev(dst1, want, N, what);
+        bt_check_host(h, want, N, what);
+        line(what, h, dst1);
+    }
+    free(h);
+}
+
+static void case_spoilt(void)
+{
+    unsigned char *h = malloc(N);
+    PL_EXPECT(h != NULL, "spoilt: no buffer");
+    if (h == NULL)
+        exit(2);
+    memset(h, 0, N);
+    pl_use(bt_env.ctx[0]);
+    bt_prime(h, src0, dst1, N);
+    for (unsigned r = 0; r < 2 * ROUNDS; r++) {
+        char what[64];
+        struct standin_stats s0;
+        bt_d2h_round(h, src0, bt_env.ctx[0], pat, N, 1000 + r, &s0);
+        snprintf(what, sizeof what, "spoilt, round %u", r + 1);
+        bt_check_host(h, pat, N, what);
+        for (size_t i = 0; i < N; i++)
+            want[i] = (unsigned char)(pat[i] ^ (r + 1));
+        memcpy(h, want, N);
+        PL_OK(cuMemcpyHtoD_v2(dst1, h, N));
+        bt_check_dev(dst1, want, N, what);
+        bt_check_host(h, want, N, what);
+        line(what, h, dst1);
+    }
+    free(h);
+}
+
 static void case_broadcast(void)
 {
     unsigned char *h = malloc(N);
@@ -102,6 +163,8 @@ static const struct {
     void (*fn)(void);
 } cases[] = {
     {"refill", case_refill},
+    {"patch", case_patch},
+    {"spoilt", case_spoilt},
     {"broadcast", case_broadcast},
 };
 
