@@ -9,19 +9,20 @@
  *     whole at once (while its snapshot may still be being ended), then a
  *     D2H straight after the H2D; every byte of host and device checked.
  *     With the shim's log, the summary counts the ends behind
- *     (CMakeLists: bounce.behind.summary).
+ *     (CMakeLists: bounce.behind.refill.summary).
  *   patch: the CPU writes a byte in 8 pages spread over the buffer
  *     between the copies (both halves of the protection pass): the H2D
  *     takes those pages from the host, the rest from the snapshot.
  *   spoilt: every round the CPU rewrites the buffer between its copies:
  *     each snapshot is given up (its fault budget) and ended behind the
- *     program by the H2D passing by (bounce.behind.spoilt counts them).
+ *     program by the H2D passing by (bounce.behind.spoilt.summary counts them).
  *   broadcast: the buffer goes down once and up to two buffers, round
  *     after round: after the first round both H2Ds come from the snapshot
  *     (the stand-in's counters), which they cannot when its first H2D
  *     has ended it.
  * Transcripts compared with and without the shim (compare.sh). */
 #define _GNU_SOURCE
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,8 +121,13 @@ static void case_spoilt(void)
         bt_d2h_round(h, src0, bt_env.ctx[0], pat, N, 1000 + r, &s0);
         snprintf(what, sizeof what, "spoilt, round %u", r + 1);
         bt_check_host(h, pat, N, what);
-        for (size_t i = 0; i < N; i++)
-            want[i] = (unsigned char)(pat[i] ^ (r + 1));
+        uint64_t flip = 0x0101010101010101ull * (r + 1);
+        for (size_t i = 0; i < N; i += sizeof flip) {
+            uint64_t w;
+            memcpy(&w, pat + i, sizeof w);
+            w ^= flip;
+            memcpy(want + i, &w, sizeof w);
+        }
         memcpy(h, want, N);
         PL_OK(cuMemcpyHtoD_v2(dst1, h, N));
         bt_check_dev(dst1, want, N, what);
