@@ -36,6 +36,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "uffd_probe.h"
+
 #ifndef UFFD_FEATURE_WP_ASYNC
 #define UFFD_FEATURE_WP_ASYNC (1 << 15)
 #endif
@@ -61,13 +63,6 @@ static size_t len;
 static int budget; /* 0: per page */
 static _Atomic long faults;
 static _Atomic int stop;
-
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
 
 static int protect(uintptr_t lo, size_t n, int on)
 {
@@ -100,21 +95,9 @@ static void *handler(void *arg)
 
 static int open_uffd(uint64_t features)
 {
-    int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) {
-        int dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
-        if (dev >= 0) {
-            fd = ioctl(dev, _IO(0xAA, 0x00), O_CLOEXEC | O_NONBLOCK);
-            close(dev);
-        }
-    }
+    int fd = probe_uffd_open(features);
     if (fd < 0)
         return -1;
-    struct uffdio_api api = {.api = UFFD_API, .features = features};
-    if (ioctl(fd, UFFDIO_API, &api) != 0 || (api.features & features) != features) {
-        close(fd);
-        return -1;
-    }
     struct uffdio_register r = {.range = {(uintptr_t)base, len}, .mode = UFFDIO_REGISTER_MODE_WP};
     if (ioctl(fd, UFFDIO_REGISTER, &r) != 0) {
         close(fd);
@@ -143,9 +126,13 @@ static long scan_written(int pm)
     uint64_t at = (uintptr_t)base, end = (uintptr_t)base + len;
     while (at < end) {
         struct pm_scan_arg a = {
-            .size = sizeof a, .start = at, .end = end,
-            .vec = (uintptr_t)vec, .vec_len = sizeof vec / sizeof vec[0],
-            .category_mask = PAGE_IS_WRITTEN, .return_mask = PAGE_IS_WRITTEN,
+            .size = sizeof a,
+            .start = at,
+            .end = end,
+            .vec = (uintptr_t)vec,
+            .vec_len = sizeof vec / sizeof vec[0],
+            .category_mask = PAGE_IS_WRITTEN,
+            .return_mask = PAGE_IS_WRITTEN,
         };
         long r = ioctl(pm, PAGEMAP_SCAN, &a);
         if (r < 0)
@@ -157,18 +144,6 @@ static long scan_written(int pm)
         at = a.walk_end;
     }
     return pages;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof v[0], cmp_double);
-    return v[n / 2];
 }
 
 /* One way, one order, rounds times. way: 0 plain, 1 per-page, 2 budget,
@@ -196,15 +171,15 @@ static int run(int way, const size_t *order, int rounds)
     }
     for (int r = 0; r < rounds; r++) {
         atomic_store(&faults, 0);
-        double t0 = now_ms();
+        double t0 = probe_now_ms();
         if (way != 0)
             protect((uintptr_t)base, len, 1);
-        double t1 = now_ms();
+        double t1 = probe_now_ms();
         rewrite(order, (unsigned char)(r + 1));
-        double t2 = now_ms();
+        double t2 = probe_now_ms();
         if (way == 3)
             written = scan_written(pm);
-        double t3 = now_ms();
+        double t3 = probe_now_ms();
         pr[r] = t1 - t0;
         wr[r] = t2 - t1;
         sc[r] = t3 - t2;
@@ -223,9 +198,9 @@ static int run(int way, const size_t *order, int rounds)
             close(pm);
         close(uffd);
     }
-    printf("%-8s %-6s rewrite %9.1f ms  protect %6.2f ms  scan %6.2f ms  faults %7ld\n",
-           names[way], order ? "random" : "order", median(wr, rounds), median(pr, rounds),
-           median(sc, rounds), nf);
+    printf("%-8s %-6s rewrite %9.1f ms  protect %6.2f ms  scan %6.2f ms  faults %7ld\n", names[way],
+           order ? "random" : "order", probe_median(wr, rounds), probe_median(pr, rounds),
+           probe_median(sc, rounds), nf);
     if (way == 3)
         printf("%-8s %-6s pages written by the scan: %ld of %zu\n", names[way],
                order ? "random" : "order", written, len / page);
@@ -244,15 +219,9 @@ int main(int argc, char **argv)
         return perror("mmap"), 2;
     madvise(base, len, MADV_NOHUGEPAGE); /* 4 KiB pages, as a snapshot's */
     memset(base, 0, len);
-    size_t n = len / page, *order = malloc(n * sizeof *order);
-    for (size_t i = 0; i < n; i++)
-        order[i] = i;
-    srand(1);
-    for (size_t i = n - 1; i > 0; i--) {
-        size_t j = ((size_t)rand() << 16 ^ (size_t)rand()) % (i + 1), x = order[i];
-        order[i] = order[j];
-        order[j] = x;
-    }
+    size_t *order = probe_page_order(len / page);
+    if (order == NULL)
+        return perror("malloc"), 2;
     printf("%zu MiB, %d round(s), medians\n", mib, rounds);
     int bad = 0;
     for (int way = 0; way < 4; way++) {
