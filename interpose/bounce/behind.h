@@ -64,8 +64,9 @@ void bounce_behind_d2h(uintptr_t h, size_t n);
 
 /* Write-protects [lo, len) (uffd_protect; lock not held), a range of
  * 8 MiB or more in two halves at once, one on the thread, when it is idle:
- * a pageable D2H's protection pass (1.2-2.6 ms per 64 MiB of 4 KiB pages
- * on an H200 host) is paid inside the program's D2H, and two threads
+ * the protection pass of a pageable D2H, and of a pinned asynchronous one
+ * (made before its copy is queued), is paid inside the program's call
+ * (1.2-2.6 ms per 64 MiB of 4 KiB pages on an H200 host), and two threads
  * working on disjoint page tables take about 0.55-0.6 of one's time
  * (measured on the CPU machine). Returns once the whole range is
  * protected; false when a part was refused. */

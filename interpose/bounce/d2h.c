@@ -404,7 +404,7 @@ static bool eager_d2h(const struct copy_call *call, bool sync, uintptr_t h, CUde
      * as it did when the protection came after. */
     bool overlap = dma && sync && !handed;
     bool before = dma && !sync && !handed, after = !handed && !before && !overlap;
-    if (before && !uffd_protect(rlo, rlen, true)) {
+    if (before && !bounce_behind_protect(rlo, rlen)) {
         if (aside)
             driver_api()->event_synchronize(aside);
         bgpu_event_release(aside);

@@ -13,6 +13,10 @@
  *   patch: the CPU writes a byte in 8 pages spread over the buffer
  *     between the copies (both halves of the protection pass): the H2D
  *     takes those pages from the host, the rest from the snapshot.
+ *   patch_pinned: pinned memory and an asynchronous D2H (its protection
+ *     pass, made before the copy is queued, split too): relayed rounds
+ *     come up from the snapshot, and a byte written in each eighth after
+ *     a snapshot reaches the device.
  *   spoilt: every round the CPU rewrites the buffer between its copies:
  *     each snapshot is given up (its fault budget) and ended behind the
  *     program by the H2D passing by (bounce.behind.spoilt.summary counts them).
@@ -106,6 +110,62 @@ static void case_patch(void)
     free(h);
 }
 
+/* Pinned memory and an asynchronous D2H, whose protection pass is made
+ * (split likewise) before its copy is queued. A pinned snapshot with a
+ * written page is not served in part, so most rounds only relay the
+ * buffer (their H2D from the snapshot: the stand-in's counters), and in
+ * rounds 1 and 11 the CPU writes a byte in each eighth of it (both
+ * halves of the pass) after a D2H that took a snapshot: every write must
+ * reach the device. Round 1's D2H makes the range's protection pass
+ * (later ones find it still protected: dormant pinned ranges). */
+static void case_patch_pinned(void)
+{
+    void *p = NULL;
+    PL_OK(cuMemAllocHost_v2(&p, N));
+    unsigned char *h = p;
+    if (h == NULL)
+        exit(2);
+    memset(h, 0, N);
+    pl_use(bt_env.ctx[0]);
+    CUstream stream;
+    PL_OK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+    bt_prime(h, src0, dst1, N);
+    unsigned written_after_snapshot = 0;
+    for (unsigned r = 0; r < ROUNDS; r++) {
+        char what[64];
+        struct standin_stats s0, s1;
+        bt_pattern(pat, N, 1200 + r);
+        bt_set_dev(src0, pat, N);
+        standin_get_stats(&s0);
+        PL_OK(cuMemcpyDtoHAsync_v2(h, src0, N, stream));
+        PL_OK(cuStreamSynchronize(stream));
+        standin_get_stats(&s1);
+        bool snapshot = s1.same_device_bytes - s0.same_device_bytes >= N;
+        memcpy(want, pat, N);
+        bool write = r == 0 || r == 10;
+        for (size_t k = 0; write && k < 8; k++) {
+            size_t at = k * (N / 8) + PG * (r + 3) + r;
+            h[at] ^= 0x5a;
+            want[at] ^= 0x5a;
+        }
+        written_after_snapshot += write && snapshot;
+        standin_get_stats(&s1);
+        PL_OK(cuMemcpyHtoD_v2(dst1, h, N));
+        snprintf(what, sizeof what, "patch_pinned, round %u", r + 1);
+        if (snapshot && !write)
+            bt_expect_bounced(&s1, 0, N, N, what);
+        bt_check_dev(dst1, want, N, what);
+        bt_check_host(h, want, N, what);
+        line(what, h, dst1);
+    }
+    if (bt_shim && !getenv("BT_NO_BOUNCE"))
+        PL_EXPECT(written_after_snapshot >= 1,
+                  "patch_pinned: no written round followed a snapshot (%u)",
+                  written_after_snapshot);
+    PL_OK(cuStreamDestroy_v2(stream));
+    PL_OK(cuMemFreeHost(h));
+}
+
 static void case_spoilt(void)
 {
     unsigned char *h = malloc(N);
@@ -170,6 +230,7 @@ static const struct {
 } cases[] = {
     {"refill", case_refill},
     {"patch", case_patch},
+    {"patch_pinned", case_patch_pinned},
     {"spoilt", case_spoilt},
     {"broadcast", case_broadcast},
 };
