@@ -22,8 +22,9 @@
  * during the pass wait for it, as they would for the D2H's. One thread,
  * started with the first such end, every signal blocked.
  *
- * The same thread also takes half of a large pageable snapshot's
- * protection pass while the program's thread does the other half
+ * The same thread also takes half of a large eager snapshot's protection
+ * pass (pageable, or pinned with an asynchronous D2H) while the program's
+ * thread does the other half
  * (bounce_behind_protect).
  *
  * Lock: bounce_mu (lock.h) guards the queue; callers say whether they hold it. */

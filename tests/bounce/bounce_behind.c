@@ -47,15 +47,22 @@ static void line(const char *what, const unsigned char *h, CUdeviceptr d)
            (unsigned long long)bt_fnv((const void *)(uintptr_t)d, N));
 }
 
-static void case_refill(void)
+/* A malloc buffer of N bytes, zeroed, gone down and up once. */
+static unsigned char *primed_buffer(const char *what)
 {
     unsigned char *h = malloc(N);
-    PL_EXPECT(h != NULL, "refill: no buffer");
+    PL_EXPECT(h != NULL, "%s: no buffer", what);
     if (h == NULL)
         exit(2);
     memset(h, 0, N);
     pl_use(bt_env.ctx[0]);
     bt_prime(h, src0, dst1, N);
+    return h;
+}
+
+static void case_refill(void)
+{
+    unsigned char *h = primed_buffer("refill");
     for (unsigned r = 0; r < ROUNDS; r++) {
         char what[64];
         struct standin_stats s0;
@@ -84,13 +91,7 @@ static void case_refill(void)
 
 static void case_patch(void)
 {
-    unsigned char *h = malloc(N);
-    PL_EXPECT(h != NULL, "patch: no buffer");
-    if (h == NULL)
-        exit(2);
-    memset(h, 0, N);
-    pl_use(bt_env.ctx[0]);
-    bt_prime(h, src0, dst1, N);
+    unsigned char *h = primed_buffer("patch");
     for (unsigned r = 0; r < ROUNDS; r++) {
         char what[64];
         struct standin_stats s0;
@@ -168,13 +169,7 @@ static void case_patch_pinned(void)
 
 static void case_spoilt(void)
 {
-    unsigned char *h = malloc(N);
-    PL_EXPECT(h != NULL, "spoilt: no buffer");
-    if (h == NULL)
-        exit(2);
-    memset(h, 0, N);
-    pl_use(bt_env.ctx[0]);
-    bt_prime(h, src0, dst1, N);
+    unsigned char *h = primed_buffer("spoilt");
     for (unsigned r = 0; r < 2 * ROUNDS; r++) {
         char what[64];
         struct standin_stats s0;
@@ -199,13 +194,7 @@ static void case_spoilt(void)
 
 static void case_broadcast(void)
 {
-    unsigned char *h = malloc(N);
-    PL_EXPECT(h != NULL, "broadcast: no buffer");
-    if (h == NULL)
-        exit(2);
-    memset(h, 0, N);
-    pl_use(bt_env.ctx[0]);
-    bt_prime(h, src0, dst1, N);
+    unsigned char *h = primed_buffer("broadcast");
     for (unsigned r = 0; r < ROUNDS; r++) {
         char what[64];
         struct standin_stats s0;
@@ -228,11 +217,8 @@ static const struct {
     const char *name;
     void (*fn)(void);
 } cases[] = {
-    {"refill", case_refill},
-    {"patch", case_patch},
-    {"patch_pinned", case_patch_pinned},
-    {"spoilt", case_spoilt},
-    {"broadcast", case_broadcast},
+    {"refill", case_refill}, {"patch", case_patch},         {"patch_pinned", case_patch_pinned},
+    {"spoilt", case_spoilt}, {"broadcast", case_broadcast},
 };
 
 int main(int argc, char **argv)
