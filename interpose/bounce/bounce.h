@@ -63,6 +63,15 @@
 /* True while any snapshot exists (one relaxed atomic load). */
 bool bounce_active(void);
 
+/* The program is about to close or replace descriptors of which some may
+ * be the driver's (closefrom, close_range, a dup2 sweep, the close of a
+ * character device): once they are gone the driver can fill no lazy page,
+ * so every lazy snapshot's missing pages are filled now, while it still
+ * works (docs/SECURITY.md, "The driver's descriptors"). Eager and pinned
+ * snapshots hold their bytes in host memory already. Nothing from the
+ * shim's own fault handler; cheap when no snapshot exists. */
+void bounce_before_fds_go(void);
+
 /* The D2H hooks: true when the shim ran its replacement (then *rc is the
  * program's answer), false when the wrapper must call the original. sync:
  * a synchronous variant (call->issue.stream is then meaningless). */

@@ -15,6 +15,7 @@
 #include "life.h"
 #include "log.h"
 #include "pages.h"
+#include "shim.h"
 #include "stage.h"
 #include "table.h"
 #include "uffd.h"
@@ -185,25 +186,44 @@ bool bounce_evict_one(int dev)
     return true;
 }
 
+/* Every missing page of every lazy snapshot filled from its device copy
+ * (each fill counts as a CPU touch of that snapshot). */
+static void fill_every_lazy(void)
+{
+    uffd_barrier();
+    bounce_lock();
+    for (struct snap *s = bounce_head; s; s = s->next) {
+        if (!s->lazy || s->ending || !s->ready)
+            continue;
+        s->busy++;
+        bounce_unlock();
+        bounce_fill(s, s->reg_lo, s->reg_hi, 0, 0);
+        bounce_lock();
+        s->busy--;
+        pthread_cond_broadcast(&bounce_cv);
+    }
+    bounce_unlock();
+}
+
+/* In a quiet section (core/shim.h): the fills call the driver from the
+ * program's thread, and a signal handler of the program's that touched a
+ * lazy page meanwhile would wait for the fault handler, which would wait
+ * for the driver this thread is inside. */
+void bounce_before_fds_go(void)
+{
+    if (!any_snapshot() || atomic_load(&bounce_disabled) || uffd_in_handler())
+        return;
+    bool quiet = shim_quiet_begin(true);
+    fill_every_lazy();
+    shim_quiet_end(quiet);
+}
+
 /* Before fork: a child gets no registrations, so its lazy pages would read
  * as zero. Fill them all, and hold the lock across fork. */
 void bounce_fork_prepare(void)
 {
-    if (any_snapshot()) {
-        uffd_barrier();
-        bounce_lock();
-        for (struct snap *s = bounce_head; s; s = s->next) {
-            if (!s->lazy || s->ending || !s->ready)
-                continue;
-            s->busy++;
-            bounce_unlock();
-            bounce_fill(s, s->reg_lo, s->reg_hi, 0, 0);
-            bounce_lock();
-            s->busy--;
-            pthread_cond_broadcast(&bounce_cv);
-        }
-        bounce_unlock();
-    }
+    if (any_snapshot())
+        fill_every_lazy();
     bounce_lock();
 }
 

@@ -24,11 +24,14 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "bounce.h"
 #include "fd_guard.h"
 #include "next_symbol.h"
+#include "shim.h"
 #include "shim_cuda.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
@@ -83,8 +86,25 @@ static int dup_real(int oldfd, int newfd, int flags, bool two)
     return two ? ((dup2_fn)f)(oldfd, newfd) : ((dup3_fn)f)(oldfd, newfd, flags);
 }
 
+/* Before the program closes or replaces fd (a range when fd < 0): while
+ * a snapshot exists, a descriptor that may be the driver's (a character
+ * device: /dev/nvidiactl, /dev/nvidia0, /dev/nvidia-uvm), or any range,
+ * has every lazy page filled first, while the driver can still fill it
+ * (bounce_before_fds_go). The shim's own closes pass. errno kept. */
+static void before_fds_go(int fd)
+{
+    if (!bounce_active() || shim_reentered())
+        return;
+    int saved = errno;
+    struct stat st;
+    if (fd < 0 || (fstat(fd, &st) == 0 && S_ISCHR(st.st_mode)))
+        bounce_before_fds_go();
+    errno = saved;
+}
+
 int fd_close(int fd)
 {
+    before_fds_go(fd);
     if (shim_fd_maybe(fd) && shim_fd_held(fd)) {
         errno = EBADF;
         return -1;
@@ -98,6 +118,8 @@ int fd_close_range(unsigned first, unsigned last, int flags)
     size_t n = 0;
     /* CLOSE_RANGE_CLOEXEC closes nothing (the shim's are close-on-exec
      * already); a range the kernel refuses is refused as a whole. */
+    if (!(flags & CLOSE_RANGE_CLOEXEC) && first <= last)
+        before_fds_go(-1);
     if (!(flags & CLOSE_RANGE_CLOEXEC) && first <= last && shim_fd_maybe_in(first, last))
         n = shim_fd_held_in(first, last, held, SHIM_FDS_MAX);
     if (n == 0)
@@ -118,7 +140,7 @@ int fd_close_range(unsigned first, unsigned last, int flags)
 P2PSHIM_EXPORT int close(int fd)
 {
     close_fn f = (close_fn)REAL_NOW(real_close);
-    if (f != NULL && !shim_fd_maybe(fd))
+    if (f != NULL && !shim_fd_maybe(fd) && !bounce_active())
         return f(fd);
     return fd_close(fd);
 }
@@ -164,6 +186,7 @@ static void close_listed(unsigned lo)
 P2PSHIM_EXPORT void closefrom(int lowfd)
 {
     unsigned lo = lowfd < 0 ? 0 : (unsigned)lowfd;
+    before_fds_go(-1);
     if (!shim_fd_maybe_in(lo, ~0U)) {
         closefrom_fn f = (closefrom_fn)next_symbol_cached(&real_closefrom, "closefrom");
         if (f != NULL) {
@@ -211,6 +234,8 @@ static int dup_over_ours(int oldfd, int newfd, int flags, bool two)
 int fd_dup_onto(int oldfd, int newfd, int flags, bool two)
 {
     bool refused = !two && (oldfd == newfd || (flags & ~O_CLOEXEC) != 0); /* EINVAL */
+    if (!refused && oldfd != newfd)
+        before_fds_go(newfd);
     if (!refused && (shim_fd_maybe(oldfd) || shim_fd_maybe(newfd))) {
         if (shim_fd_maybe(oldfd) && shim_fd_held(oldfd)) {
             errno = EBADF;
@@ -225,7 +250,7 @@ int fd_dup_onto(int oldfd, int newfd, int flags, bool two)
 P2PSHIM_EXPORT int dup2(int oldfd, int newfd)
 {
     dup2_fn f = (dup2_fn)REAL_NOW(real_dup2);
-    if (f != NULL && !shim_fd_maybe(oldfd) && !shim_fd_maybe(newfd))
+    if (f != NULL && !shim_fd_maybe(oldfd) && !shim_fd_maybe(newfd) && !bounce_active())
         return f(oldfd, newfd);
     return fd_dup_onto(oldfd, newfd, 0, true);
 }
@@ -233,7 +258,7 @@ P2PSHIM_EXPORT int dup2(int oldfd, int newfd)
 P2PSHIM_EXPORT int dup3(int oldfd, int newfd, int flags)
 {
     dup3_fn f = (dup3_fn)REAL_NOW(real_dup3);
-    if (f != NULL && !shim_fd_maybe(oldfd) && !shim_fd_maybe(newfd))
+    if (f != NULL && !shim_fd_maybe(oldfd) && !shim_fd_maybe(newfd) && !bounce_active())
         return f(oldfd, newfd, flags);
     return fd_dup_onto(oldfd, newfd, flags, false);
 }

@@ -7,6 +7,14 @@
  *       after a predicted D2H: the buffer reads back the D2H's bytes, a CPU
  *       rewrite of half of it reaches the device with the next H2D, and a
  *       second round on it is right too
+ *   driver_closed closefrom|close_range|dup2|close
+ *       under STANDIN_DRIVER_FD=1 (the stand-in then holds a device file,
+ *       as the driver holds /dev/nvidiactl, and fails every call once it
+ *       is gone): after a lazy D2H the program closes the driver's
+ *       descriptor with the rest (close: that one alone, found in
+ *       /proc/self/fd), then reads the buffer back. The driver cannot fill
+ *       a page any more; the bytes must be there all the same. The program
+ *       makes no CUDA call after (it could not), and ends with _exit
  *   fd_lowest    the numbers open, F_DUPFD and dup give after a bounce
  *   fd_highest   F_DUPFD and dup2 at the top of RLIMIT_NOFILE
  *   own_files    a child with a run log and a log file configured makes
@@ -30,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -108,6 +117,44 @@ static int case_dup2(int argc, char **argv)
 {
     return closer_case("dup2 /dev/null over the unknown", dup2_sweep,
                        argc > 1 ? argv[1] : NULL);
+}
+
+/* Closes the character devices among the descriptors from 3 that the
+ * program did not open (the stand-in's device file, as a program would
+ * close the driver's by number). */
+static void close_devices(void)
+{
+    int fds[256], count = 0;
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    while (d != NULL && (e = readdir(d)) != NULL && count < 256) {
+        int fd = atoi(e->d_name);
+        struct stat st;
+        if (fd > 2 && fd != dirfd(d) && fstat(fd, &st) == 0 && S_ISCHR(st.st_mode))
+            fds[count++] = fd;
+    }
+    if (d != NULL)
+        closedir(d);
+    for (int i = 0; i < count; i++)
+        close(fds[i]);
+}
+
+static int case_driver_closed(int argc, char **argv)
+{
+    const char *how = argc > 1 ? argv[1] : "closefrom";
+    void (*closer)(void) = strcmp(how, "close_range") == 0 ? close_range_all
+                           : strcmp(how, "dup2") == 0      ? dup2_sweep
+                           : strcmp(how, "close") == 0     ? close_devices
+                                                           : close_from;
+    struct adv_buf b;
+    adv_buf_init(&b, NULL, N, ADV_LAZY);
+    adv_bounce(&b, 31);
+    closer();
+    bt_check_host(b.h, b.want, N, "the driver's descriptor closed: read back");
+    adv_digest("the driver's descriptor closed: read back", b.h, N);
+    fflush(stdout);
+    fflush(stderr);
+    _exit(0);
 }
 
 static int case_fd_lowest(int argc, char **argv)
@@ -244,7 +291,8 @@ int main(int argc, char **argv)
 {
     static const struct adv_case cases[] = {
         {"closefrom", case_closefrom},   {"close_range", case_close_range},
-        {"dup2", case_dup2},             {"fd_lowest", case_fd_lowest},
+        {"dup2", case_dup2},             {"driver_closed", case_driver_closed},
+        {"fd_lowest", case_fd_lowest},
         {"fd_highest", case_fd_highest}, {"own_files", case_own_files},
         {"file_size_limit", case_file_size_limit},
     };

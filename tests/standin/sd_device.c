@@ -15,6 +15,8 @@ SD_API CUresult CUDAAPI cuInit(unsigned int Flags)
         return sd_leave(CUDA_ERROR_INVALID_VALUE);
     if (!sd.initialized) {
         sd_read_config(&sd.cfg);
+        if (sd.cfg.driver_fd)
+            sd_driver_fd_open();
         sd_setup();
         sd.initialized = 1;
     }

@@ -62,6 +62,10 @@ struct sd_config {
                               * other streams): exposes a missing wait */
     int leak_report;         /* STANDIN_LEAK_REPORT=1: sd_leak_report at every
                               * context teardown and at unload */
+    int driver_fd;           /* STANDIN_DRIVER_FD=1: cuInit opens a device file, as
+                              * the driver opens /dev/nvidiactl and its kin, and
+                              * every later call fails once the program has closed
+                              * or replaced it (sd_driver_fd_lost) */
 };
 
 /* ---- contexts ---- */
@@ -227,6 +231,12 @@ CUresult sd_enter(const char *fn, int need_init);
 /* Loads the CUDA_INJECTION64_PATH tool, once (sd_procaddr.c). */
 void sd_load_injection(void);
 CUresult sd_leave(CUresult r);
+/* STANDIN_DRIVER_FD: opens the device file at cuInit (lock held), and
+ * whether it is gone since (closed, or its number now names another
+ * file): then every call needing initialisation answers
+ * CUDA_ERROR_UNKNOWN. */
+void sd_driver_fd_open(void);
+int sd_driver_fd_lost(void);
 #define SD_BODY(expr)                                  \
     do {                                               \
         CUresult r_ = sd_enter(__func__, 1);           \

@@ -2,6 +2,8 @@
  * configuration, set-up and tear-down, the per-thread context stack, and
  * context bookkeeping shared by the other files. */
 #include "sd_internal.h"
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include <stdio.h>
@@ -107,7 +109,34 @@ CUresult sd_enter(const char *fn, int need_init)
     sd_count(SD_COUNT_CALLS, fn);
     if (need_init && !sd.initialized)
         return CUDA_ERROR_NOT_INITIALIZED;
+    if (need_init && sd.cfg.driver_fd && sd_driver_fd_lost())
+        return CUDA_ERROR_UNKNOWN;
     return CUDA_SUCCESS;
+}
+
+/* The device file of STANDIN_DRIVER_FD, as the real driver holds its own:
+ * what the program's closefrom(3) or dup2 sweep takes away. */
+static int driver_fd = -1;
+static dev_t driver_fd_rdev;
+static ino_t driver_fd_ino;
+
+void sd_driver_fd_open(void)
+{
+    struct stat st;
+    if (driver_fd >= 0)
+        return;
+    driver_fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
+    if (driver_fd >= 0 && fstat(driver_fd, &st) == 0) {
+        driver_fd_rdev = st.st_rdev;
+        driver_fd_ino = st.st_ino;
+    }
+}
+
+int sd_driver_fd_lost(void)
+{
+    struct stat st;
+    return driver_fd < 0 || fstat(driver_fd, &st) != 0 || !S_ISCHR(st.st_mode) ||
+           st.st_rdev != driver_fd_rdev || st.st_ino != driver_fd_ino;
 }
 
 CUresult sd_leave(CUresult r)
@@ -223,6 +252,7 @@ void sd_read_config(struct sd_config *cfg)
     cfg->arena_bytes = (size_t)env_long("STANDIN_ARENA_MB", 256, 1, 16384) << 20;
     cfg->eager_nonblocking = (int)env_long("STANDIN_EAGER_NONBLOCKING", 0, 0, 1);
     cfg->leak_report = (int)env_long("STANDIN_LEAK_REPORT", 0, 0, 1);
+    cfg->driver_fd = (int)env_long("STANDIN_DRIVER_FD", 0, 0, 1);
 
     const char *t = getenv("STANDIN_TOPOLOGY");
     int ok = 1;
