@@ -14,6 +14,10 @@
  *   pieces   the same piece by piece: the writer's own piece (2 MiB)
  *            first, each next twice the last, from there to the end then
  *            from the start; each piece's writers woken after its pass
+ *   unprotect  lift the write-protection of the whole range, which stays
+ *            registered (one pass, the writer woken by it): its pages,
+ *            dirty from the rounds before, are left read-only all the
+ *            same, a kernel fault each on the writer's side
  *
  * Needs userfaultfd (root or /dev/userfaultfd). Prints one line per way
  * and order: median milliseconds of the rewrite, of the release (on the
@@ -47,7 +51,7 @@ static size_t page;
 static int uffd = -1;
 static char *base;
 static size_t len;
-static int way; /* 1 whole, 2 pieces */
+static int way; /* 1 whole, 2 pieces, 3 unprotect */
 static _Atomic int released, stop;
 static double release_ms;
 
@@ -101,10 +105,14 @@ static void *handler(void *arg)
                 continue;
             uintptr_t a = (uintptr_t)m[i].arg.pagefault.address;
             double t0 = probe_now_ms();
-            if (way == 1)
+            if (way == 1) {
                 release((uintptr_t)base, len);
-            else
+            } else if (way == 2) {
                 release_pieces(a);
+            } else {
+                struct uffdio_writeprotect w = {.range = {(uintptr_t)base, len}, .mode = 0};
+                ioctl(uffd, UFFDIO_WRITEPROTECT, &w);
+            }
             release_ms = probe_now_ms() - t0;
             atomic_store(&released, 1);
         }
@@ -148,7 +156,7 @@ static int mappings(void)
 
 static int run(int w, const size_t *order, int rounds)
 {
-    static const char *const names[] = {"plain", "whole", "pieces"};
+    static const char *const names[] = {"plain", "whole", "pieces", "unprotect"};
     double wr[ROUNDS_MAX], rl[ROUNDS_MAX], fl[ROUNDS_MAX];
     pthread_t t;
     way = w;
@@ -186,11 +194,13 @@ static int run(int w, const size_t *order, int rounds)
     }
     int maps = mappings();
     if (w != 0) {
+        struct uffdio_range all = {.start = (uintptr_t)base, .len = len};
+        ioctl(uffd, UFFDIO_UNREGISTER, &all); /* unprotect leaves it registered */
         atomic_store(&stop, 1);
         pthread_join(t, NULL);
         close(uffd);
     }
-    printf("%-6s %-6s rewrite %8.2f ms  release %6.2f ms  writer faults %7.0f  mappings %d\n",
+    printf("%-9s %-6s rewrite %8.2f ms  release %6.2f ms  writer faults %7.0f  mappings %d\n",
            names[w], order ? "random" : "order", probe_median(wr, rounds), probe_median(rl, rounds),
            probe_median(fl, rounds), maps);
     return 0;
@@ -215,7 +225,7 @@ int main(int argc, char **argv)
     printf("%zu MiB shared /dev/zero, %d round(s), medians\n", mib, rounds);
     int bad = 0;
     for (int rep = 0; rep < 2; rep++) /* twice: the A/A spread */
-        for (int w = 0; w < 3; w++) {
+        for (int w = 0; w < 4; w++) {
             bad |= run(w, NULL, rounds);
             bad |= run(w, order, rounds);
         }
