@@ -30,6 +30,7 @@
  *       limit 256 bytes past stderr's end */
 #define _GNU_SOURCE
 #include "adv_common.h"
+#include "adv_fdlist.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -63,22 +64,7 @@ static void close_range_all(void)
  * /dev/null, as a sandbox leaves them. */
 static void dup2_sweep(void)
 {
-    int fds[256], count = 0;
-    DIR *d = opendir("/proc/self/fd");
-    struct dirent *e;
-    while (d != NULL && (e = readdir(d)) != NULL && count < 256) {
-        int fd = atoi(e->d_name);
-        if (fd > 2 && fd != dirfd(d))
-            fds[count++] = fd;
-    }
-    if (d != NULL)
-        closedir(d);
-    int nul = open("/dev/null", O_RDWR);
-    PL_EXPECT(nul >= 0, "/dev/null: %s", strerror(errno));
-    for (int i = 0; i < count; i++)
-        if (fds[i] != nul)
-            PL_EXPECT(dup2(nul, fds[i]) == fds[i], "dup2: %s", strerror(errno));
-    close(nul);
+    PL_EXPECT(adv_dup2_sweep(), "dup2 of /dev/null: %s", strerror(errno));
 }
 
 static int closer_case(const char *name, void (*closer)(void), const char *arg)
@@ -124,17 +110,8 @@ static int case_dup2(int argc, char **argv)
  * close the driver's by number). */
 static void close_devices(void)
 {
-    int fds[256], count = 0;
-    DIR *d = opendir("/proc/self/fd");
-    struct dirent *e;
-    while (d != NULL && (e = readdir(d)) != NULL && count < 256) {
-        int fd = atoi(e->d_name);
-        struct stat st;
-        if (fd > 2 && fd != dirfd(d) && fstat(fd, &st) == 0 && S_ISCHR(st.st_mode))
-            fds[count++] = fd;
-    }
-    if (d != NULL)
-        closedir(d);
+    int fds[256];
+    int count = adv_fds_listed(fds, 256, true);
     for (int i = 0; i < count; i++)
         close(fds[i]);
 }

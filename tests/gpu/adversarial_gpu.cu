@@ -26,11 +26,11 @@
  * pages went through the host), else exits 3: a case whose snapshot was
  * not taken tests nothing. Exit: 0, 1 on a CUDA failure, 3 as said, 77
  * without a GPU. */
+#include "../adversarial/adv_fdlist.h"
 #include "cupti_paths.h"
 #include "gpu_test.h"
 #include "pattern.cuh"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -130,20 +130,8 @@ static void close_range_all(void)
 
 static void dup2_sweep(void)
 {
-    int fds[1024], count = 0;
-    DIR *d = opendir("/proc/self/fd");
-    struct dirent *e;
-    while (d != NULL && (e = readdir(d)) != NULL && count < 1024) {
-        int fd = atoi(e->d_name);
-        if (fd > 2 && fd != dirfd(d))
-            fds[count++] = fd;
-    }
-    if (d != NULL)
-        closedir(d);
-    int nul = open("/dev/null", O_RDWR);
-    for (int i = 0; i < count; i++)
-        if (fds[i] != nul)
-            (void)dup2(nul, fds[i]);
+    if (!adv_dup2_sweep())
+        printf("dup2 of /dev/null: %s\n", strerror(errno));
 }
 
 /* The driver's descriptors go with the rest: the program can use CUDA no
