@@ -71,6 +71,9 @@ bool bounce_active(void);
  * snapshots hold their bytes in host memory already. Nothing from the
  * shim's own fault handler; cheap when no snapshot exists. */
 void bounce_before_fds_go(void);
+/* Whether bounce_before_fds_go has anything to do on this thread: a
+ * snapshot exists and this is not the shim's fault handler. Lock-free. */
+bool bounce_fds_watched(void);
 
 /* The D2H hooks: true when the shim ran its replacement (then *rc is the
  * program's answer), false when the wrapper must call the original. sync:

@@ -209,9 +209,14 @@ static void fill_every_lazy(void)
  * program's thread, and a signal handler of the program's that touched a
  * lazy page meanwhile would wait for the fault handler, which would wait
  * for the driver this thread is inside. */
+bool bounce_fds_watched(void)
+{
+    return any_snapshot() && !atomic_load(&bounce_disabled) && !uffd_in_handler();
+}
+
 void bounce_before_fds_go(void)
 {
-    if (!any_snapshot() || atomic_load(&bounce_disabled) || uffd_in_handler())
+    if (!bounce_fds_watched())
         return;
     bool quiet = shim_quiet_begin(true);
     fill_every_lazy();

@@ -86,18 +86,32 @@ static int dup_real(int oldfd, int newfd, int flags, bool two)
     return two ? ((dup2_fn)f)(oldfd, newfd) : ((dup3_fn)f)(oldfd, newfd, flags);
 }
 
+/* Whether fd is a character device. Through the system call itself: a
+ * sanitizer's close interceptor runs before this wrapper and has already
+ * counted fd as closed, so its fstat interceptor would see a use after
+ * close when another thread takes the number meanwhile. */
+static bool char_device(int fd)
+{
+    struct stat st;
+    syscall_fn s = (syscall_fn)next_symbol_cached(&real_syscall, "syscall");
+    return s != NULL &&
+           s((long)SYS_newfstatat, (long)fd, (long)(uintptr_t)"", (long)(uintptr_t)&st,
+             (long)AT_EMPTY_PATH, 0L, 0L) == 0 &&
+           S_ISCHR(st.st_mode);
+}
+
 /* Before the program closes or replaces fd (a range when fd < 0): while
  * a snapshot exists, a descriptor that may be the driver's (a character
  * device: /dev/nvidiactl, /dev/nvidia0, /dev/nvidia-uvm), or any range,
  * has every lazy page filled first, while the driver can still fill it
- * (bounce_before_fds_go). The shim's own closes pass. errno kept. */
+ * (bounce_before_fds_go). The shim's own closes, and the driver's inside
+ * the shim's fault handler, pass. errno kept. */
 static void before_fds_go(int fd)
 {
-    if (!bounce_active() || shim_reentered())
+    if (!bounce_fds_watched() || shim_reentered())
         return;
     int saved = errno;
-    struct stat st;
-    if (fd < 0 || (fstat(fd, &st) == 0 && S_ISCHR(st.st_mode)))
+    if (fd < 0 || char_device(fd))
         bounce_before_fds_go();
     errno = saved;
 }
