@@ -3,7 +3,7 @@
 # (tests/gpu/adversarial_gpu.cu, already built in BUILD, e.g. by
 # gpu_oneshot.sh) run against the shim built from another source tree:
 # what they catch there that the tree under test fixes. TARBALL is that
-# tree (here: `git archive --prefix=base/ -o .abtrees/base.tar.gz COMMIT`;
+# tree (`git archive --prefix=base/ -o .abtrees/base.tar.gz COMMIT`;
 # carry .abtrees and .deps). Only its library is built (Release), in
 # BUILD/base. Each case runs through tests/adversarial/adv_run.sh as
 # gpu.adversarial.CASE does; one line per case, "CASE: passed|FAILED",
