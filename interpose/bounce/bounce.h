@@ -67,7 +67,7 @@ bool bounce_active(void);
  * be the driver's (closefrom, close_range, a dup2 sweep, the close of a
  * character device): once they are gone the driver can fill no lazy page,
  * so every lazy snapshot's missing pages are filled now, while it still
- * works (docs/SECURITY.md, "The driver's descriptors"). Eager and pinned
+ * works (docs/SECURITY.md, "The shim's descriptors": the driver's too). Eager and pinned
  * snapshots hold their bytes in host memory already. Nothing from the
  * shim's own fault handler; cheap when no snapshot exists. */
 void bounce_before_fds_go(void);

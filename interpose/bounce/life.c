@@ -205,15 +205,15 @@ static void fill_every_lazy(void)
     bounce_unlock();
 }
 
-/* In a quiet section (core/shim.h): the fills call the driver from the
- * program's thread, and a signal handler of the program's that touched a
- * lazy page meanwhile would wait for the fault handler, which would wait
- * for the driver this thread is inside. */
 bool bounce_fds_watched(void)
 {
     return any_snapshot() && !atomic_load(&bounce_disabled) && !uffd_in_handler();
 }
 
+/* In a quiet section (core/shim.h): the fills call the driver from the
+ * program's thread, and a signal handler of the program's that touched a
+ * lazy page meanwhile would wait for the fault handler, which would wait
+ * for the driver this thread is inside. */
 void bounce_before_fds_go(void)
 {
     if (!bounce_fds_watched())

@@ -200,10 +200,10 @@ static void close_listed(unsigned lo)
 P2PSHIM_EXPORT void closefrom(int lowfd)
 {
     unsigned lo = lowfd < 0 ? 0 : (unsigned)lowfd;
-    before_fds_go(-1);
     if (!shim_fd_maybe_in(lo, ~0U)) {
         closefrom_fn f = (closefrom_fn)next_symbol_cached(&real_closefrom, "closefrom");
         if (f != NULL) {
+            before_fds_go(-1); /* fd_close_range does it on the other path */
             f(lowfd);
             return;
         }
