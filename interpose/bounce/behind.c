@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
+#include <string.h>
 
 #include "behind.h"
 #include "counters.h"
@@ -41,12 +42,15 @@ static struct {
 } recent[RECENT_MAX];
 static _Atomic unsigned recent_count;
 
-/* Half of a protection pass (bounce_behind_protect); bounce_mu's. */
+/* Protection pieces posted for the thread (bounce_behind_protect_post),
+ * oldest first; bounce_mu's. */
+#define JOBS_MAX 16
 static struct {
     uintptr_t lo;
     size_t len;
-    bool posted, done, ok;
-} half;
+    struct behind_protect *batch;
+} jobs[JOBS_MAX];
+static unsigned njobs;
 
 static pthread_once_t start_once = PTHREAD_ONCE_INIT;
 static _Atomic bool started;
@@ -56,17 +60,18 @@ static void *ender_main(void *arg)
     (void)arg;
     bounce_lock();
     for (;;) {
-        while (queued == 0 && !half.posted)
+        while (queued == 0 && njobs == 0)
             pthread_cond_wait(&queue_cv, &bounce_mu);
-        if (half.posted) {
-            half.posted = false;
-            running = true;
+        if (njobs > 0) { /* the program waits for these sooner or later */
+            uintptr_t lo = jobs[0].lo;
+            size_t len = jobs[0].len;
+            struct behind_protect *b = jobs[0].batch;
+            memmove(&jobs[0], &jobs[1], --njobs * sizeof jobs[0]);
             bounce_unlock();
-            bool ok = uffd_protect(half.lo, half.len, true);
+            bool ok = uffd_protect(lo, len, true);
             bounce_lock();
-            half.ok = ok;
-            half.done = true;
-            running = false;
+            b->ok = b->ok && ok;
+            b->pending--;
             pthread_cond_broadcast(&bounce_cv);
             continue;
         }
@@ -228,34 +233,77 @@ void bounce_reap(void)
     shim_quiet_end(quiet);
 }
 
-bool bounce_behind_protect(uintptr_t lo, size_t len)
+void bounce_behind_protect_begin(struct behind_protect *b)
 {
-    if (len < PROTECT_SPLIT_MIN)
-        return uffd_protect(lo, len, true);
+    b->pending = 0;
+    b->ok = b->own_ok = true;
+    b->posted = false;
     pthread_once(&start_once, start_body);
-    bool split = false;
-    size_t first = (len / 2) & ~(bounce_page - 1);
+}
+
+void bounce_behind_protect_post(struct behind_protect *b, uintptr_t lo, size_t len)
+{
+    if (len == 0)
+        return;
+    bool posted = false;
     if (atomic_load(&started)) {
         bounce_lock();
-        split = !running && queued == 0 && !half.posted && !half.done;
-        if (split) {
-            half.lo = lo + first;
-            half.len = len - first;
-            half.posted = true;
+        posted = njobs < JOBS_MAX;
+        if (posted) {
+            jobs[njobs].lo = lo;
+            jobs[njobs].len = len;
+            jobs[njobs].batch = b;
+            njobs++;
+            b->pending++;
             pthread_cond_signal(&queue_cv);
         }
         bounce_unlock();
     }
-    if (!split)
+    if (posted)
+        b->posted = true;
+    else if (!uffd_protect(lo, len, true))
+        b->own_ok = false;
+}
+
+bool bounce_behind_protect_end(struct behind_protect *b)
+{
+    if (!b->posted)
+        return b->own_ok;
+    for (;;) {
+        bounce_lock();
+        unsigned i = 0;
+        while (i < njobs && jobs[i].batch != b)
+            i++;
+        if (i == njobs) {
+            while (b->pending > 0)
+                bounce_wait();
+            bool ok = b->ok;
+            bounce_unlock();
+            return ok && b->own_ok;
+        }
+        /* Not begun by the thread (busy ending a snapshot): done here. */
+        uintptr_t lo = jobs[i].lo;
+        size_t len = jobs[i].len;
+        memmove(&jobs[i], &jobs[i + 1], (njobs - i - 1) * sizeof jobs[0]);
+        njobs--;
+        b->pending--;
+        bounce_unlock();
+        if (!uffd_protect(lo, len, true))
+            b->own_ok = false;
+    }
+}
+
+bool bounce_behind_protect(uintptr_t lo, size_t len)
+{
+    if (len < PROTECT_SPLIT_MIN)
         return uffd_protect(lo, len, true);
-    bool ok = uffd_protect(lo, first, true);
-    bounce_lock();
-    while (!half.done)
-        bounce_wait();
-    half.done = false;
-    ok = ok && half.ok;
-    bounce_unlock();
-    return ok;
+    struct behind_protect b;
+    bounce_behind_protect_begin(&b);
+    size_t first = (len / 2) & ~(bounce_page - 1);
+    bounce_behind_protect_post(&b, lo + first, len - first);
+    if (!uffd_protect(lo, first, true))
+        b.own_ok = false;
+    return bounce_behind_protect_end(&b);
 }
 
 void bounce_behind_drain(void)
@@ -273,7 +321,7 @@ void bounce_behind_fork_child(void)
     queued = 0;
     head = 0;
     running = false;
-    half.posted = half.done = false;
+    njobs = 0;
     atomic_store(&started, false);
     atomic_store(&recent_count, 0);
 }

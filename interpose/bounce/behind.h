@@ -22,10 +22,10 @@
  * during the pass wait for it, as they would for the D2H's. One thread,
  * started with the first such end, every signal blocked.
  *
- * The same thread also takes half of a large eager snapshot's protection
+ * The same thread also takes pieces of a large eager snapshot's protection
  * pass (pageable, or pinned with an asynchronous D2H) while the program's
- * thread does the other half
- * (bounce_behind_protect).
+ * thread does the rest or the driver copies the next piece
+ * (bounce_behind_protect, bounce_behind_protect_post).
  *
  * Lock: bounce_mu (lock.h) guards the queue; callers say whether they hold it. */
 #ifndef P2PSHIM_BOUNCE_BEHIND_H
@@ -64,14 +64,32 @@ void bounce_behind_h2d(uintptr_t h, size_t n);
 void bounce_behind_d2h(uintptr_t h, size_t n);
 
 /* Write-protects [lo, len) (uffd_protect; lock not held), a range of
- * 8 MiB or more in two halves at once, one on the thread, when it is idle:
- * the protection pass of a pageable D2H, and of a pinned asynchronous one
- * (made before its copy is queued), is paid inside the program's call
- * (1.2-2.6 ms per 64 MiB of 4 KiB pages on an H200 host), and two threads
- * working on disjoint page tables take about 0.55-0.6 of one's time
- * (measured on the CPU machine). Returns once the whole range is
- * protected; false when a part was refused. */
+ * 8 MiB or more in two halves at once, one on the thread: the protection
+ * pass of a pageable D2H, and of a pinned asynchronous one (made before
+ * its copy is queued), is paid inside the program's call (1.2-2.6 ms per
+ * 64 MiB of 4 KiB pages on an H200 host), and two threads working on
+ * disjoint page tables take about 0.55-0.6 of one's time (measured on the
+ * CPU machine). Returns once the whole range is protected; false when a
+ * part was refused. */
 bool bounce_behind_protect(uintptr_t lo, size_t len);
+
+/* Pieces of a protection pass done on the thread while the caller goes on
+ * (a pageable D2H in pieces, d2h.c: each piece is protected while the
+ * driver copies the next). One caller's batch, on its stack; begin, post
+ * pieces (done here when the thread cannot be had or has no room), then
+ * end, which does here every piece the thread has not begun (it may be
+ * ending a snapshot meanwhile) and waits for the rest: the wait is never
+ * longer than one piece or one end already under way. end returns false
+ * when a piece was refused. Lock not held by any. */
+struct behind_protect {
+    unsigned pending; /* posted, not yet done: bounce_mu's */
+    bool ok;          /* no refusal on the thread: bounce_mu's */
+    bool own_ok;      /* none here: the caller's */
+    bool posted;      /* a piece went to the thread: the caller's */
+};
+void bounce_behind_protect_begin(struct behind_protect *b);
+void bounce_behind_protect_post(struct behind_protect *b, uintptr_t lo, size_t len);
+bool bounce_behind_protect_end(struct behind_protect *b);
 
 /* Ends the snapshots whose memory went away and those given up (table.c
  * marks them; the handler never waits), the given-up pageable ones behind

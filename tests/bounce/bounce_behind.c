@@ -11,8 +11,13 @@
  *     With the shim's log, the summary counts the ends behind
  *     (CMakeLists: bounce.behind.refill.summary).
  *   patch: the CPU writes a byte in 8 pages spread over the buffer
- *     between the copies (both halves of the protection pass): the H2D
- *     takes those pages from the host, the rest from the snapshot.
+ *     between the copies (both halves of the protection pass), and on
+ *     both sides of each quarter's boundary: the H2D takes those pages
+ *     from the host, the rest from the snapshot. With BEHIND_MIB=64 the
+ *     D2H is made in pieces, each protected while the next is copied
+ *     (CMakeLists: bounce.behind.pieces.*).
+ *   patch_async: the same with each D2H asynchronous on a stream of the
+ *     program's, then the stream synchronized.
  *   patch_pinned: pinned memory and an asynchronous D2H (its protection
  *     pass, made before the copy is queued, split too): relayed rounds
  *     come up from the snapshot, and a byte written in each eighth after
@@ -34,8 +39,10 @@
 #include "bt_common.h"
 
 #define PG 4096
-#define N ((size_t)16 << 20)
 #define ROUNDS 12
+
+/* The buffers' size: 16 MiB, or BEHIND_MIB MiB (the pieces cases). */
+static size_t N = (size_t)16 << 20;
 
 static CUdeviceptr src0, dst1, dst2;
 static unsigned char *pat, *want;
@@ -89,26 +96,66 @@ static void case_refill(void)
     free(h);
 }
 
-static void case_patch(void)
+/* The bytes patch_round writes in round r: one in each eighth of the
+ * buffer, and one on each side of every quarter's boundary (the pieces a
+ * large pageable D2H is made in, each protected while the next is
+ * copied, meet there). */
+static void patch_round(unsigned char *h, unsigned r)
 {
-    unsigned char *h = primed_buffer("patch");
+    for (size_t k = 0; k < 8; k++) {
+        size_t at = k * (N / 8) + PG * (r + 1) + r;
+        h[at] ^= 0xa5;
+        want[at] ^= 0xa5;
+    }
+    for (size_t q = 1; q < 4; q++) {
+        size_t at = q * (N / 4) - (r % 2 == 0 ? 1 : PG);
+        h[at] ^= 0x3c;
+        want[at] ^= 0x3c;
+        h[at + PG] ^= 0xc3;
+        want[at + PG] ^= 0xc3;
+    }
+}
+
+/* async: each D2H on a stream of the program's (cuMemcpyDtoHAsync, then
+ * the stream synchronized), as PyTorch's .cpu() makes it. */
+static void patch_loop(const char *name, bool async)
+{
+    unsigned char *h = primed_buffer(name);
+    CUstream stream = NULL;
+    if (async)
+        PL_OK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
     for (unsigned r = 0; r < ROUNDS; r++) {
         char what[64];
         struct standin_stats s0;
-        bt_d2h_round(h, src0, bt_env.ctx[0], pat, N, 1100 + r, &s0);
-        memcpy(want, pat, N);
-        for (size_t k = 0; k < 8; k++) {
-            size_t at = k * (N / 8) + PG * (r + 1) + r;
-            h[at] ^= 0xa5;
-            want[at] ^= 0xa5;
+        if (async) {
+            bt_pattern(pat, N, 1300 + r);
+            bt_set_dev(src0, pat, N);
+            PL_OK(cuMemcpyDtoHAsync_v2(h, src0, N, stream));
+            PL_OK(cuStreamSynchronize(stream));
+        } else {
+            bt_d2h_round(h, src0, bt_env.ctx[0], pat, N, 1100 + r, &s0);
         }
+        memcpy(want, pat, N);
+        patch_round(h, r);
         PL_OK(cuMemcpyHtoD_v2(dst1, h, N));
-        snprintf(what, sizeof what, "patch, round %u", r + 1);
+        snprintf(what, sizeof what, "%s, round %u", name, r + 1);
         bt_check_dev(dst1, want, N, what);
         bt_check_host(h, want, N, what);
         line(what, h, dst1);
     }
+    if (async)
+        PL_OK(cuStreamDestroy_v2(stream));
     free(h);
+}
+
+static void case_patch(void)
+{
+    patch_loop("patch", false);
+}
+
+static void case_patch_async(void)
+{
+    patch_loop("patch_async", true);
 }
 
 /* Pinned memory and an asynchronous D2H, whose protection pass is made
@@ -217,13 +264,16 @@ static const struct {
     const char *name;
     void (*fn)(void);
 } cases[] = {
-    {"refill", case_refill}, {"patch", case_patch},         {"patch_pinned", case_patch_pinned},
-    {"spoilt", case_spoilt}, {"broadcast", case_broadcast},
+    {"refill", case_refill},          {"patch", case_patch},   {"patch_async", case_patch_async},
+    {"patch_pinned", case_patch_pinned}, {"spoilt", case_spoilt}, {"broadcast", case_broadcast},
 };
 
 int main(int argc, char **argv)
 {
     bt_init(argc, argv);
+    const char *mib = getenv("BEHIND_MIB");
+    if (mib != NULL && atoi(mib) >= 1)
+        N = (size_t)atoi(mib) << 20;
     src0 = pl_alloc(bt_env.ctx[0], N);
     dst1 = pl_alloc(bt_env.ctx[1], N);
     dst2 = pl_alloc(bt_env.ctx[1], N);
