@@ -10,13 +10,14 @@
 # (miss_ms, alt_ms, ...) of each run, then the shim's bounce lines (the
 # phases of each snapshot: set-up, copy, protection, give-up) and its exit
 # summary, into OUT_FILE. One run a cell: a look at the parts, not a
-# ratio (harm_matrix.py gives those). Exit: 0, 2 bad arguments.
+# ratio (harm_matrix.py gives those). PHASES_SHIM names another
+# libp2pshim.so (gpu_shim_ab.sh). Exit: 0, 2 bad arguments.
 set -u -o pipefail
 [ $# -ge 3 ] || { sed -n '2,14p' "$0" >&2; exit 2; }
 build=$1 out=$2
 shift 2
 bench=$build/tools/bench/p2pbench/harmbench_static
-shim=$build/interpose/libp2pshim.so
+shim=${PHASES_SHIM:-$build/interpose/libp2pshim.so}
 [ -x "$bench" ] && [ -f "$shim" ] || { echo "gpu_phases.sh: no $bench or $shim" >&2; exit 2; }
 : >"$out"
 for cell in "$@"; do
