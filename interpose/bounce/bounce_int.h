@@ -74,9 +74,10 @@ struct snap {
     size_t filled;              /* lazy: pages materialised from the snapshot */
     bool h2d_seen;              /* an H2D has been served from it */
     bool read_first;            /* most pages were materialised before that H2D */
-    bool fresh;                 /* lazy: its pages were not resident at its D2H (a new
-                                 * buffer): a fill costs what the driver's D2H into
-                                 * them would have (docs/BOUNCE.md) */
+    bool fresh;                 /* lazy: its pages were not resident at its D2H and
+                                 * no snapshot of the same pages handed them over (a
+                                 * new buffer): a fill costs what the driver's D2H
+                                 * into them would have (docs/BOUNCE.md) */
     bool readers_told;          /* predict_readers was told (once per snapshot) */
     bool ready;                 /* set up; before that faults wait, REMOVE is ours */
     bool ending;                /* being ended: no new users; still registered */

@@ -282,7 +282,10 @@ static bool lazy_d2h(const struct copy_call *call, bool sync, uintptr_t h, CUdev
         discard(s, false);
         return false;
     }
-    s->fresh = none_resident(dlo, dhi);
+    /* Handed over: the pages missing are those the last snapshot of this
+     * very buffer dropped and nobody read since, not a new buffer's; a fill
+     * of them buys pages the program had (docs/BOUNCE.md, "A new buffer's fill is no loss"). */
+    s->fresh = !handed && none_resident(dlo, dhi);
     if (madvise((void *)dlo, dhi - dlo, MADV_DONTNEED) != 0) {
         discard(s, true);
         return false;

@@ -280,6 +280,7 @@ unsigned predict_outcome(struct predict_table *t, const struct predict_pair *p, 
         if (e == NULL)
             continue;
         bool recent_waste = (e->history & ((1u << PREDICT_HISTORY) - 1)) != 0;
+        bool lazy_served_before = e->lazy_ok;
         e->history = (uint8_t)(e->history << 1 | (useful ? 0u : 1u));
         e->useful_run = useful ? (uint8_t)(e->useful_run + (e->useful_run < 255)) : 0;
         if (lazy)
@@ -293,7 +294,11 @@ unsigned predict_outcome(struct predict_table *t, const struct predict_pair *p, 
         }
         e->eager = false;
         if (useful) {
-            e->eager_run = 0; /* a lazy snapshot served: the reads stopped */
+            /* Two lazy snapshots in a row served: the reads stopped. One
+             * (the lazy try after an eager run) may have fallen between
+             * two reads: the next eager run, if any, is twice as long. */
+            if (!lazy || lazy_served_before)
+                e->eager_run = 0;
             /* A wasted outcome not long ago: the backoff stays, so that a
              * key alternating served and spoilt rounds doubles it. */
             set_state(t, e, true, recent_waste ? e->backoff : 0, 0);

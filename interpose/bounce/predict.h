@@ -168,8 +168,10 @@ bool predict_h2d_inside(const struct predict_table *t, uintptr_t host, size_t by
 /* A snapshot's outcome (useful or wasted) for its D2H's keys; lazy: the
  * snapshot was lazy. Returns the new backoff length (0 when useful). An
  * eager host key's eager snapshot that was useful stays eager; a lazy try
- * that was useful ends the eager mode; a wasted one of either kind ends
- * it and backs off. A useful one keeps the backoff (the next wasted one
+ * that was useful ends the eager mode (its eager run is forgotten only
+ * when the lazy snapshot before was useful too: a try that fell between
+ * two reads leaves the next run doubled); a wasted one of either kind
+ * ends it and backs off. A useful one keeps the backoff (the next wasted one
  * doubles it) while a wasted one is among the key's last PREDICT_HISTORY
  * outcomes. A useful lazy one sets lazy_ok, a wasted lazy one clears it;
  * a useful eager one that makes PREDICT_LAZY_TRY useful in a row

@@ -256,6 +256,49 @@ static void fresh_alternating(void)
     free(p);
 }
 
+/* 1b'''. One reused malloc buffer, every other round read whole by the
+ * CPU between its copies (a loop that writes its staging buffer to a file
+ * every other round). A lazy snapshot's untouched round leaves the pages
+ * dropped; the next round's snapshot of the same pages must not take them
+ * for a new buffer's: its read buys pages the program had, so the buffer
+ * turns eager (the read rounds' D2Hs run as usual) instead of staying
+ * lazy with a fill in every read round. Counted: read rounds from round 4
+ * whose D2H left most bytes off the host (lazy). */
+static void reused_alternating(void)
+{
+    size_t n = ((size_t)768 << 10) + 5 * PG;
+    unsigned char *h = buffer(n), *p = buffer(n);
+    int lazy_reads = 0, reads = 0;
+    for (int i = 0; i < 24; i++) {
+        char what[64];
+        bool read = i % 2 == 1;
+        snprintf(what, sizeof what, "reused alternating, round %d%s", i, read ? ", read" : "");
+        struct standin_stats s0;
+        bt_d2h_round(h, src1, bt_env.ctx[1], p, n, 390 + (unsigned)i, &s0);
+        struct bt_paths d;
+        bt_paths_since(&s0, &d);
+        if (read && i >= 4) {
+            reads++;
+            lazy_reads += d.d2h_bytes < n / 2;
+            bt_check_host(h, p, n, what);
+        }
+        pl_use(bt_env.ctx[0]);
+        PL_OK(cuMemcpyHtoD_v2(dst0, h, n));
+        bt_check_dev(dst0, p, n, what);
+        standin_flush_all();
+        printf("%s: device=%016llx\n", what,
+               (unsigned long long)bt_fnv((const void *)(uintptr_t)dst0, n));
+    }
+    /* Eager for 4 rounds after each read seen lazy, then one lazy try:
+     * at most one read round in 3 lazy (all 10 before). */
+    PL_EXPECT(!bt_shim || getenv("BT_NO_BOUNCE") || bt_forced_lazy() || lazy_reads <= reads / 3,
+              "reused alternating: %d of %d read rounds lazy (each a fill of pages the "
+              "program had)", lazy_reads, reads);
+    printf("reused alternating: %d read rounds\n", reads);
+    free(h);
+    free(p);
+}
+
 /* 1c. Pinned memory (auto: eager). The D2H moves every byte to the host
  * as usual and the H2D comes from the snapshot while nothing could have
  * written the buffer behind its page tables; a memset of the pinned
@@ -375,6 +418,7 @@ int main(int argc, char **argv)
     policy();
     never_and_fresh();
     fresh_alternating();
+    reused_alternating();
     pinned_eager();
     captured();
     loop();

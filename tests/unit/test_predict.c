@@ -349,6 +349,30 @@ static void history_tables(void)
     run("reused", reused);
 }
 
+static void alternate_reads(void)
+{
+    /* Read every other round: the lazy try after an eager run serves (it
+     * fell on an unread round), the next lazy snapshot is read (wasted,
+     * readers): the eager run doubles (8), as if the try had been read,
+     * instead of starting again at 4. Two lazy snapshots in a row that
+     * serve end it (the next readers: 4 again). */
+    static const struct step alternate[] = {
+        {D2H, H1, MB, S1, NO},     {H2D, H1, MB, 0, 0},      {D2H, H1, MB, S1, RES},
+        {WASTED, 0, 0, 0, 0},      {READERS, 0, 0, 0, 0},    {D2H, H1, MB, S1, EAGER},
+        {GOOD, 0, 0, 0, 0},        {D2H, H1, MB, S1, EAGER}, {GOOD, 0, 0, 0, 0},
+        {D2H, H1, MB, S1, EAGER},  {GOOD, 0, 0, 0, 0},       {D2H, H1, MB, S1, EAGER},
+        {GOOD, 0, 0, 0, 0},        {D2H, H1, MB, S1, YES},   {GOOD, 0, 0, 0, 0},
+        {D2H, H1, MB, S1, YES},    {WASTED, 0, 0, 0, 0},     {READERS, 0, 0, 0, 0},
+        {D2H, H1, MB, S1, EAGER},  {D2H, H1, MB, S1, EAGER}, {D2H, H1, MB, S1, EAGER},
+        {D2H, H1, MB, S1, EAGER},  {D2H, H1, MB, S1, EAGER}, {D2H, H1, MB, S1, EAGER},
+        {D2H, H1, MB, S1, EAGER},  {D2H, H1, MB, S1, EAGER}, {D2H, H1, MB, S1, YES},
+        {GOOD, 0, 0, 0, 0},        {D2H, H1, MB, S1, YES},   {GOOD, 0, 0, 0, 0},
+        {D2H, H1, MB, S1, YES},    {WASTED, 0, 0, 0, 0},     {READERS, 0, 0, 0, 0},
+        {D2H, H1, MB, S1, EAGER},  {D2H, H1, MB, S1, EAGER}, {D2H, H1, MB, S1, EAGER},
+        {D2H, H1, MB, S1, EAGER},  {D2H, H1, MB, S1, YES},   {END, 0, 0, 0, 0}};
+    run("alternate reads", alternate);
+}
+
 int main(void)
 {
     /* A staging loop: predicted from round 2 on. */
@@ -410,6 +434,7 @@ int main(void)
         {D2H, H2, MB, S2, SKIP},   {END, 0, 0, 0, 0}};
     run("readers", readers);
 
+    alternate_reads();
     history_tables();
     backoff_capped();
     costly_floor();
