@@ -293,16 +293,21 @@ bool bounce_behind_protect_end(struct behind_protect *b)
     }
 }
 
+void bounce_behind_protect_halves(struct behind_protect *b, uintptr_t lo, size_t len)
+{
+    size_t first = (len / 2) & ~(bounce_page - 1);
+    bounce_behind_protect_post(b, lo + first, len - first);
+    if (first > 0 && !uffd_protect(lo, first, true))
+        b->own_ok = false;
+}
+
 bool bounce_behind_protect(uintptr_t lo, size_t len)
 {
     if (len < PROTECT_SPLIT_MIN)
         return uffd_protect(lo, len, true);
     struct behind_protect b;
     bounce_behind_protect_begin(&b);
-    size_t first = (len / 2) & ~(bounce_page - 1);
-    bounce_behind_protect_post(&b, lo + first, len - first);
-    if (!uffd_protect(lo, first, true))
-        b.own_ok = false;
+    bounce_behind_protect_halves(&b, lo, len);
     return bounce_behind_protect_end(&b);
 }
 

@@ -89,6 +89,8 @@ struct behind_protect {
 };
 void bounce_behind_protect_begin(struct behind_protect *b);
 void bounce_behind_protect_post(struct behind_protect *b, uintptr_t lo, size_t len);
+/* The upper half of [lo, lo + len) posted, the lower half protected here. */
+void bounce_behind_protect_halves(struct behind_protect *b, uintptr_t lo, size_t len);
 bool bounce_behind_protect_end(struct behind_protect *b);
 
 /* Ends the snapshots whose memory went away and those given up (table.c

@@ -283,8 +283,9 @@ static bool lazy_d2h(const struct copy_call *call, bool sync, uintptr_t h, CUdev
         return false;
     }
     /* Handed over: the pages missing are those the last snapshot of this
-     * very buffer dropped and nobody read since, not a new buffer's; a fill
-     * of them buys pages the program had (docs/BOUNCE.md, "A new buffer's fill is no loss"). */
+     * very buffer dropped and nobody read since, not a new buffer's; a
+     * fill of them buys pages the program had (docs/BOUNCE.md, "A new
+     * buffer's fill is no loss"). */
     s->fresh = !handed && none_resident(dlo, dhi);
     if (madvise((void *)dlo, dhi - dlo, MADV_DONTNEED) != 0) {
         discard(s, true);
@@ -364,8 +365,8 @@ static struct snap *eager_snap_new(uintptr_t h, CUdeviceptr dev, size_t n, int s
         return NULL;
     }
     LOG_DEBUG("bounce: eager set-up of %zu bytes: device buffer %.0f us, dormant %.0f us%s, "
-              "register %.0f us",
-              n, t1 - t0, t2 - t1, was_dormant ? " (was dormant)" : "", bounce_now_us() - t2);
+              "register %.0f us", n, t1 - t0, t2 - t1, was_dormant ? " (was dormant)" : "",
+              bounce_now_us() - t2);
     return s;
 }
 
@@ -405,14 +406,10 @@ static CUresult dtoh_in_pieces(const struct copy_call *call, bool sync, uintptr_
             rc = bgpu_fence(call, true, NULL);
         uintptr_t plo = at > rlo ? at : rlo, phi = end < rhi ? end : rhi;
         if (rc == CUDA_SUCCESS && phi > plo) {
-            if (i + 1 < count) {
+            if (i + 1 < count)
                 bounce_behind_protect_post(&b, plo, phi - plo);
-            } else { /* the last: half on the thread, half here */
-                size_t first = ((phi - plo) / 2) & ~(bounce_page - 1);
-                bounce_behind_protect_post(&b, plo + first, phi - plo - first);
-                if (first > 0 && !uffd_protect(plo, first, true))
-                    b.own_ok = false;
-            }
+            else /* the last: half on the thread, half here */
+                bounce_behind_protect_halves(&b, plo, phi - plo);
         }
         at = end;
     }
@@ -469,8 +466,7 @@ static bool eager_d2h(const struct copy_call *call, bool sync, uintptr_t h, CUde
     double t2 = bounce_now_us();
     bool pieces = after && n >= 2 * PIECE_MIN, pieces_ok = true;
     if (pieces) {
-        *rc =
-            dtoh_in_pieces(call, sync, h, aside ? dev : s->buf.ptr, n, rlo, rlo + rlen, &pieces_ok);
+        *rc = dtoh_in_pieces(call, sync, h, s->buf.ptr, n, rlo, rlo + rlen, &pieces_ok);
         after = false; /* protected already */
     } else {
         *rc = bgpu_dtoh(call, sync && !overlap, (void *)h, aside ? dev : s->buf.ptr, n);
