@@ -18,15 +18,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 prog=$root/$build/tests/gpu/gpu_adversarial
 [ -x "$prog" ] || { echo "gpu_adv_base: $prog not built" >&2; exit 1; }
 base=$root/$build/base
-rm -rf "$base" && mkdir -p "$base" || exit 1
-tar -xzf "$tarball" -C "$base" || exit 1
-src=$(find "$base" -mindepth 1 -maxdepth 1 -type d | head -n 1)
-ln -sfn "$root/.deps" "$src/.deps"
-cmake -S "$src" -B "$base/build" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF \
-    >"$base/configure.log" 2>&1 &&
-    cmake --build "$base/build" -j16 --target p2pshim >"$base/build.log" 2>&1 ||
-    { echo "gpu_adv_base: the base tree did not build"; tail -n 20 "$base/build.log"; exit 1; }
-lib=$(find "$base/build" -name libp2pshim.so | head -n 1)
+lib=$(sh "$root/tools/dev/build_base_shim.sh" "$tarball" "$base") || exit 1
 echo "base library: $lib ($(tar -tzf "$tarball" | head -n 1))"
 for c in "$@"; do
     PL_WITH=$lib P2PSHIM_BOUNCE=lazy P2PSHIM_BOUNCE_MIN=64K P2PSHIM_TRUST=skip \

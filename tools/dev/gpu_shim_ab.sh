@@ -22,15 +22,8 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 new=$root/$build/interpose/libp2pshim.so
 [ -f "$new" ] || { echo "gpu_shim_ab: $new not built" >&2; exit 1; }
 base=$root/$build/base
-rm -rf "$base" && mkdir -p "$base" "$out" || exit 1
-tar -xzf "$tarball" -C "$base" || exit 1
-src=$(find "$base" -mindepth 1 -maxdepth 1 -type d | head -n 1)
-ln -sfn "$root/.deps" "$src/.deps"
-cmake -S "$src" -B "$base/build" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF \
-    >"$base/configure.log" 2>&1 &&
-    cmake --build "$base/build" -j16 --target p2pshim >"$base/build.log" 2>&1 ||
-    { echo "gpu_shim_ab: the base tree did not build"; tail -n 20 "$base/build.log"; exit 1; }
-old=$(find "$base/build" -name libp2pshim.so | head -n 1)
+mkdir -p "$out" || exit 1
+old=$(sh "$root/tools/dev/build_base_shim.sh" "$tarball" "$base") || exit 1
 echo "base library: $old ($(tar -tzf "$tarball" | head -n 1))"
 half=$((seconds / 2))
 cells=""
